@@ -1,0 +1,36 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import type { Io } from '../io.js';
+
+/**
+ * What `cli.ts` hands to each command. A command declares its own flags on `program`
+ * (see `register*` functions in this folder) and reports its exit code through `setExitCode`:
+ * only `cli.ts` touches `process.exitCode`.
+ */
+export interface CommandContext {
+  readonly io: Io;
+  /** Aborted on the first Ctrl-C / SIGTERM. */
+  readonly stop: AbortSignal;
+  /** Records the command's exit code (0 ok, 1 data to fix, 2 usage, 3 not completed). */
+  setExitCode(code: number): void;
+}
+
+export type RegisterCommand = (program: Command, ctx: CommandContext) => void;
+
+/** Parses a non-negative integer flag value; throws a usage error naming the flag. */
+export function parseCount(flag: string): (value: string) => number {
+  return (value: string) => {
+    if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(`${flag} expects a non-negative integer, got "${value}"`);
+    return Number(value);
+  };
+}
+
+/** Parses a number in [min, max]; throws a usage error naming the flag. */
+export function parseNumberIn(flag: string, min: number, max: number): (value: string) => number {
+  return (value: string) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`${flag} expects a number from ${min} to ${max}, got "${value}"`);
+    }
+    return n;
+  };
+}

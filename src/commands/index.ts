@@ -1,0 +1,20 @@
+import type { Command } from 'commander';
+import type { CommandContext } from './context.js';
+import { registerRun } from './run.js';
+import { registerPreview } from './preview.js';
+import { registerCheck } from './check.js';
+import { registerReport } from './report.js';
+import { registerExport } from './export.js';
+import { registerJobs } from './jobs.js';
+import { registerAgents } from './agents.js';
+import { registerSandbox } from './sandbox.js';
+
+/** Declares every command on `program`, in the order `--help` lists them. */
+export function registerCommands(program: Command, ctx: CommandContext): void {
+  for (const register of [
+    registerRun, registerPreview, registerCheck, registerReport,
+    registerExport, registerJobs, registerAgents, registerSandbox,
+  ]) {
+    register(program, ctx);
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Every error quote-batch raises on purpose is a {@link QuoteBatchError} with a stable `code`.
+ * A single row's failure is never an exception: it is recorded as data (see the ledger's `rows`).
+ * Only faults of a whole command or run are thrown.
+ */
+export type ErrorCode =
+  /** A flag, argument or combination of them is wrong. */
+  | 'E_USAGE'
+  /** The config file, an environment variable or the API key is missing or invalid. */
+  | 'E_CONFIG'
+  /** The mapping file cannot be read, parsed or validated, or names columns the input lacks. */
+  | 'E_MAPPING'
+  /** The input file cannot be opened or its header cannot be read. */
+  | 'E_INPUT'
+  /** The ledger cannot be opened, is from a newer version, or is locked by another process. */
+  | 'E_LEDGER'
+  /** Another process is running the same job on the same ledger. */
+  | 'E_JOB_LOCKED'
+  /** The partner answered 403: the API key is wrong for this environment. */
+  | 'E_FORBIDDEN'
+  /** Too many consecutive transient failures: the partner looks down. */
+  | 'E_CIRCUIT_OPEN'
+  /** The process environment is unsafe (e.g. TLS verification disabled). */
+  | 'E_UNSAFE'
+  /** The sandbox could not start. */
+  | 'E_SANDBOX';
+
+export class QuoteBatchError extends Error {
+  readonly code: ErrorCode;
+  /** A short hint printed under the message at the CLI edge. */
+  readonly hint: string | undefined;
+
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; hint?: string } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'QuoteBatchError';
+    this.code = code;
+    this.hint = options.hint;
+  }
+}
+
+/** Usage and configuration errors: the CLI exits 2 and nothing was sent. */
+export const USAGE_ERROR_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'E_USAGE',
+  'E_CONFIG',
+  'E_MAPPING',
+  'E_INPUT',
+  'E_LEDGER',
+  'E_JOB_LOCKED',
+  'E_UNSAFE',
+  'E_SANDBOX',
+]);
+
+export function isQuoteBatchError(error: unknown): error is QuoteBatchError {
+  return error instanceof QuoteBatchError;
+}

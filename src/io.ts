@@ -1,0 +1,24 @@
+/**
+ * Where a command writes. Only `cli.ts` binds this to the real process streams; commands receive
+ * it, so that they stay testable and never touch `process.stdout` themselves.
+ */
+export interface Io {
+  /** Writes to standard output (the command's result). */
+  out(text: string): void;
+  /** Writes to standard error (progress, logs, warnings, errors). */
+  err(text: string): void;
+  /** True when standard error is a terminal (progress bar instead of progress lines). */
+  readonly stderrIsTTY: boolean;
+  /** True when standard output is a terminal. */
+  readonly stdoutIsTTY: boolean;
+  /** The process environment (the API key is read from here, never from a flag). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** The working directory relative paths are resolved against. */
+  readonly cwd: string;
+}
+
+/** Resolves once, when the user asks the command to stop (Ctrl-C / SIGTERM). */
+export interface StopSignal {
+  /** Set on the first Ctrl-C / SIGTERM: stop reading, finish what is in flight. */
+  readonly stopping: AbortSignal;
+}
