@@ -15,6 +15,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     err: (text) => void process.stderr.write(text),
     stderrIsTTY: process.stderr.isTTY === true,
     stdoutIsTTY: process.stdout.isTTY === true,
+    stderrTTYStream: process.stderr.isTTY === true ? process.stderr : undefined,
     env: process.env,
     cwd: process.cwd(),
   };

@@ -13,12 +13,8 @@ export interface Io {
   readonly stdoutIsTTY: boolean;
   /** The process environment (the API key is read from here, never from a flag). */
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** The real standard error stream when it is a terminal (for the progress bar), else undefined. */
+  readonly stderrTTYStream?: NodeJS.WriteStream | undefined;
   /** The working directory relative paths are resolved against. */
   readonly cwd: string;
-}
-
-/** Resolves once, when the user asks the command to stop (Ctrl-C / SIGTERM). */
-export interface StopSignal {
-  /** Set on the first Ctrl-C / SIGTERM: stop reading, finish what is in flight. */
-  readonly stopping: AbortSignal;
 }

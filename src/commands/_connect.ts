@@ -1,0 +1,82 @@
+/**
+ * Opens a partner client for a command: resolves the connection from config, environment and
+ * flags and, for `--env sandbox` without a base URL, starts the embedded sandbox in-process on a
+ * free loopback port.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  loadConfig,
+  resolveConnection,
+  type ConnectionFlags,
+  type ConnectionSettings,
+  type LoadedConfig,
+} from '../config/index.js';
+import type { Io } from '../io.js';
+import { createPartnerClient, type PartnerClient, type PartnerClientOptions } from '../partner/index.js';
+import type { Environment } from '../partner/types.js';
+import { startSandbox } from '../sandbox/index.js';
+
+export type { ConnectionFlags } from '../config/index.js';
+
+export interface PartnerConnection {
+  client: PartnerClient;
+  environment: Environment;
+  baseUrl: string;
+  /** True when the embedded sandbox was started for this command. */
+  embeddedSandbox: boolean;
+  close(): Promise<void>;
+}
+
+const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The agents file of the embedded sandbox: the config's, else `./samples/agents.csv`, else the package's. */
+export function defaultAgentsFile(config: LoadedConfig, cwd: string): string {
+  const configured = config.file.defaults?.agents;
+  if (configured !== undefined) return resolve(cwd, configured);
+  const local = resolve(cwd, 'samples', 'agents.csv');
+  return existsSync(local) ? local : resolve(PACKAGE_ROOT, 'samples', 'agents.csv');
+}
+
+/** Resolves the connection from config, environment and flags, then opens it. */
+export async function connectPartner(
+  flags: ConnectionFlags,
+  io: Io,
+  clientOptions: Partial<PartnerClientOptions> = {},
+  config: LoadedConfig = loadConfig(flags.config, io.cwd),
+): Promise<PartnerConnection> {
+  return openPartner(resolveConnection(flags, io.env, config, io.cwd), io, clientOptions, config);
+}
+
+/** Opens a client for resolved settings, starting the embedded sandbox when there is no base URL. */
+export async function openPartner(
+  settings: ConnectionSettings,
+  io: Io,
+  clientOptions: Partial<PartnerClientOptions>,
+  config: LoadedConfig,
+): Promise<PartnerConnection> {
+  let baseUrl = settings.baseUrl;
+  let closeSandbox = async (): Promise<void> => {};
+  if (baseUrl === null) {
+    const sandbox = await startSandbox({
+      port: 0,
+      apiKey: settings.apiKey,
+      agentsFile: defaultAgentsFile(config, io.cwd),
+    });
+    baseUrl = sandbox.url;
+    closeSandbox = () => sandbox.close();
+    io.err(`started the embedded sandbox on ${sandbox.url} (--env sandbox; no partner account needed)\n`);
+  }
+  const client = createPartnerClient({ ...clientOptions, baseUrl, apiKey: settings.apiKey });
+  return {
+    client,
+    environment: settings.environment,
+    baseUrl,
+    embeddedSandbox: settings.baseUrl === null,
+    close: async () => {
+      client.close();
+      await closeSandbox();
+    },
+  };
+}

@@ -1,0 +1,172 @@
+/**
+ * The ledger's schema as numbered migrations. `PRAGMA user_version` holds the number applied;
+ * a ledger with a higher number than this build knows is refused rather than misread.
+ * The tables and views are the product contract (contract §6, docs/ledger.md): add columns,
+ * never rename or drop them.
+ */
+export const ROW_STATES = [
+  'pending',
+  'in_flight',
+  'succeeded',
+  'rejected',
+  'agent_invalid',
+  'invalid',
+  'duplicate',
+  'failed',
+  'in_doubt',
+] as const;
+export type RowState = (typeof ROW_STATES)[number];
+
+/** States a later run leaves alone. */
+export const FINAL_STATES: ReadonlySet<RowState> = new Set<RowState>([
+  'succeeded',
+  'rejected',
+  'agent_invalid',
+  'invalid',
+  'duplicate',
+]);
+
+export const JOB_STATUSES = ['running', 'interrupted', 'completed'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/** `crashed`: the process died without recording an end (found by the next run). */
+export const RUN_STATUSES = ['running', 'completed', 'interrupted', 'halted', 'crashed', 'failed'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+const inList = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(', ');
+
+export const MIGRATIONS: readonly string[] = [
+  // 1: the contract's tables and views.
+  `
+  CREATE TABLE jobs (
+    id              INTEGER PRIMARY KEY,
+    input_path      TEXT    NOT NULL,
+    input_sha256    TEXT    NOT NULL,
+    input_format    TEXT    NOT NULL,
+    mapping_path    TEXT    NOT NULL,
+    mapping_sha256  TEXT    NOT NULL,
+    environment     TEXT    NOT NULL,
+    operation       TEXT    NOT NULL CHECK (operation IN ('quote', 'lead')),
+    base_url        TEXT,
+    status          TEXT    NOT NULL CHECK (status IN (${inList(JOB_STATUSES)})),
+    total_rows      INTEGER,
+    created_at      TEXT    NOT NULL,
+    finished_at     TEXT
+  );
+  CREATE INDEX jobs_identity ON jobs (input_sha256, mapping_sha256, environment, operation);
+
+  CREATE TABLE runs (
+    id            INTEGER PRIMARY KEY,
+    job_id        INTEGER NOT NULL REFERENCES jobs (id),
+    started_at    TEXT    NOT NULL,
+    finished_at   TEXT,
+    status        TEXT    NOT NULL CHECK (status IN (${inList(RUN_STATUSES)})),
+    options_json  TEXT    NOT NULL,
+    tool_version  TEXT    NOT NULL,
+    pid           INTEGER,
+    hostname      TEXT,
+    heartbeat_at  TEXT
+  );
+  CREATE INDEX runs_job ON runs (job_id);
+
+  CREATE TABLE rows (
+    job_id             INTEGER NOT NULL REFERENCES jobs (id),
+    row_number         INTEGER NOT NULL,
+    row_key            TEXT,
+    agent_email        TEXT,
+    agent_id           TEXT,
+    state              TEXT    NOT NULL CHECK (state IN (${inList(ROW_STATES)})),
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    http_status        INTEGER,
+    error_code         TEXT,
+    error_message      TEXT,
+    transaction_id     TEXT,
+    quote_number       TEXT,
+    total_premium      REAL,
+    input_issues_json  TEXT,
+    request_json       TEXT,
+    response_json      TEXT,
+    updated_at         TEXT    NOT NULL,
+    PRIMARY KEY (job_id, row_number)
+  ) WITHOUT ROWID;
+  CREATE INDEX rows_key ON rows (job_id, row_key);
+  CREATE INDEX rows_state ON rows (job_id, state);
+
+  CREATE TABLE attempts (
+    id           INTEGER PRIMARY KEY,
+    job_id       INTEGER NOT NULL REFERENCES jobs (id),
+    row_number   INTEGER,
+    run_id       INTEGER NOT NULL REFERENCES runs (id),
+    kind         TEXT    NOT NULL CHECK (kind IN ('agent_validate', 'quote', 'lead')),
+    started_at   TEXT    NOT NULL,
+    duration_ms  REAL    NOT NULL,
+    http_status  INTEGER,
+    error_code   TEXT,
+    outcome      TEXT    NOT NULL,
+    agent_email  TEXT
+  );
+  CREATE INDEX attempts_job ON attempts (job_id, kind);
+
+  CREATE TABLE agents (
+    environment  TEXT    NOT NULL,
+    email        TEXT    NOT NULL,
+    is_valid     INTEGER NOT NULL,
+    agent_id     TEXT,
+    message      TEXT,
+    checked_at   TEXT    NOT NULL,
+    job_id       INTEGER,
+    PRIMARY KEY (environment, email)
+  );
+
+  CREATE VIEW job_summary AS
+  SELECT
+    j.id AS job_id,
+    j.input_path,
+    j.environment,
+    j.operation,
+    j.status,
+    j.total_rows,
+    COUNT(r.row_number) AS rows_recorded,
+    COALESCE(SUM(r.state = 'pending'), 0)       AS pending,
+    COALESCE(SUM(r.state = 'in_flight'), 0)     AS in_flight,
+    COALESCE(SUM(r.state = 'succeeded'), 0)     AS succeeded,
+    COALESCE(SUM(r.state = 'rejected'), 0)      AS rejected,
+    COALESCE(SUM(r.state = 'agent_invalid'), 0) AS agent_invalid,
+    COALESCE(SUM(r.state = 'invalid'), 0)       AS invalid,
+    COALESCE(SUM(r.state = 'duplicate'), 0)     AS duplicate,
+    COALESCE(SUM(r.state = 'failed'), 0)        AS failed,
+    COALESCE(SUM(r.state = 'in_doubt'), 0)      AS in_doubt,
+    ROUND(1.0 * COALESCE(SUM(r.state = 'succeeded'), 0) / NULLIF(COUNT(r.row_number), 0), 4) AS success_rate,
+    j.created_at,
+    j.finished_at,
+    ROUND((julianday(COALESCE(j.finished_at, MAX(r.updated_at))) - julianday(j.created_at)) * 86400.0, 3)
+      AS duration_seconds
+  FROM jobs j
+  LEFT JOIN rows r ON r.job_id = j.id
+  GROUP BY j.id;
+
+  CREATE VIEW row_outcomes AS
+  SELECT
+    r.job_id,
+    j.input_path,
+    j.environment,
+    j.operation,
+    r.row_number,
+    r.row_key,
+    r.state,
+    r.agent_email,
+    r.agent_id,
+    r.attempts,
+    r.http_status,
+    r.error_code,
+    r.error_message,
+    r.transaction_id,
+    r.quote_number,
+    r.total_premium,
+    r.updated_at
+  FROM rows r
+  JOIN jobs j ON j.id = r.job_id;
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,0 +1,49 @@
+/** The summary printed at the end of `run` (also when a completed job is run again). */
+import type { Ledger } from '../ledger/index.js';
+import { ROW_STATES } from '../ledger/index.js';
+import type { RunJobResult } from './run-job.js';
+
+const MEANING: Record<number, string> = {
+  0: 'job completed; every row succeeded (or was a duplicate)',
+  1: 'job completed; some rows need their data fixed (invalid, rejected or agent_invalid)',
+  3: 'job not completed; run the same command again to resume',
+};
+
+export function formatSummary(result: RunJobResult, ledger: Ledger): string {
+  const { job, counts } = result;
+  const total = ROW_STATES.reduce((sum, s) => sum + counts[s], 0);
+  const lines: string[] = [];
+  const title = result.alreadyCompleted ? `job ${job.id}: already completed, nothing sent` : `job ${job.id}: run ${result.runId ?? '-'} ${result.end}`;
+  lines.push('', title, '-'.repeat(Math.min(78, title.length)));
+  lines.push(`input        ${job.input_path}`);
+  lines.push(`environment  ${job.environment} (${job.operation})`);
+  lines.push(`ledger       ${ledger.path}`);
+  if (!result.alreadyCompleted) lines.push(`duration     ${(result.durationMs / 1000).toFixed(1)} s${result.resumed ? ' (resumed)' : ''}`);
+  if (result.haltReason !== null) lines.push(`stopped      ${result.haltReason}`);
+  lines.push('', 'rows by state');
+  for (const state of ROW_STATES) {
+    if (counts[state] === 0) continue;
+    const pct = total > 0 ? ((100 * counts[state]) / total).toFixed(1) : '0.0';
+    lines.push(`  ${state.padEnd(14)} ${String(counts[state]).padStart(8)}  ${pct.padStart(5)}%`);
+  }
+  lines.push(`  ${'total'.padEnd(14)} ${String(total).padStart(8)}`);
+  const errors = ledger.topErrors(job.id, 5);
+  if (errors.length > 0) {
+    lines.push('', 'top reasons');
+    for (const e of errors) {
+      const reason = `${e.error_code ?? e.state}: ${e.error_message ?? ''}`;
+      lines.push(`  ${String(e.n).padStart(6)}  ${truncate(reason.replace(/\s+/g, ' '), 68)}`);
+    }
+  }
+  if (counts.in_doubt > 0) {
+    lines.push('', `${counts.in_doubt} row(s) in doubt: they may have reached the partner. List them with`,
+      `  quote-batch export --ledger ${ledger.path} --job ${job.id} --status in_doubt`,
+      'and re-run with --resend-in-doubt only once you know they were not received.');
+  }
+  lines.push('', `exit ${result.exitCode}: ${MEANING[result.exitCode] ?? ''}`, '');
+  return lines.join('\n');
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
