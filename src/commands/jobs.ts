@@ -1,13 +1,26 @@
+import { Option } from 'commander';
+import { listJobs, openReportLedger, renderJobsTable, resolveLedgerPath } from '../report/index.js';
 import type { RegisterCommand } from './context.js';
 
-// Placeholder: replaced by the real command.
+interface JobsFlags {
+  ledger?: string;
+  format: 'table' | 'json';
+}
+
 export const registerJobs: RegisterCommand = (program, ctx) => {
   program
     .command('jobs')
-    .description('(not built yet)')
-    .allowUnknownOption()
-    .action(() => {
-      ctx.io.err('quote-batch jobs: not built yet\n');
-      ctx.setExitCode(2);
+    .description('list the jobs of a ledger, newest first: id, input, environment, operation, status, counts, start')
+    .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
+    .addOption(new Option('--format <format>', 'output format').choices(['table', 'json']).default('table'))
+    .action((flags: JobsFlags) => {
+      const ledger = openReportLedger(resolveLedgerPath(ctx.io.cwd, flags.ledger));
+      try {
+        const jobs = listJobs(ledger.db);
+        ctx.io.out(flags.format === 'json' ? `${JSON.stringify(jobs, null, 2)}\n` : renderJobsTable(jobs));
+      } finally {
+        ledger.close();
+      }
+      ctx.setExitCode(0);
     });
 };

@@ -1,13 +1,60 @@
-import type { RegisterCommand } from './context.js';
+import { resolve } from 'node:path';
+import { Option } from 'commander';
+import {
+  buildReport, openReportLedger, readProblemRows, renderCsv, renderHtml, renderTable, resolveJobId, resolveLedgerPath,
+  writeOutput, type Report,
+} from '../report/index.js';
+import { parseCount, type RegisterCommand } from './context.js';
 
-// Placeholder: replaced by the real command.
+type ReportFormat = 'table' | 'json' | 'csv' | 'html';
+
+interface ReportFlags {
+  ledger?: string;
+  job?: number;
+  format: ReportFormat;
+  out?: string;
+}
+
 export const registerReport: RegisterCommand = (program, ctx) => {
   program
     .command('report')
-    .description('(not built yet)')
-    .allowUnknownOption()
-    .action(() => {
-      ctx.io.err('quote-batch report: not built yet\n');
-      ctx.setExitCode(2);
+    .description('summarise a job of the ledger: outcomes, errors, agents, premiums, latency, runs')
+    .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
+    .option('--job <id>', 'the job to report on (default: the latest; see `quote-batch jobs`)', parseCount('--job'))
+    .addOption(new Option('--format <format>', 'output format').choices(['table', 'json', 'csv', 'html']).default('table'))
+    .option('--out <file>', 'write the report to this file instead of standard output')
+    .action((flags: ReportFlags) => {
+      const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
+      const ledger = openReportLedger(ledgerPath);
+      let text: string;
+      let jobId: number;
+      try {
+        jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
+        const report = buildReport(ledger.db, jobId);
+        text = formatReport(report, flags.format, () => readProblemRows(ledger.db, jobId));
+      } finally {
+        ledger.close();
+      }
+      if (flags.out === undefined) {
+        ctx.io.out(text);
+      } else {
+        const outPath = resolve(ctx.io.cwd, flags.out);
+        writeOutput(outPath, (write) => write(text));
+        ctx.io.err(`report of job ${jobId} written to ${outPath}\n`);
+      }
+      ctx.setExitCode(0);
     });
 };
+
+function formatReport(report: Report, format: ReportFormat, problems: () => ReturnType<typeof readProblemRows>): string {
+  switch (format) {
+    case 'json':
+      return `${JSON.stringify(report, null, 2)}\n`;
+    case 'csv':
+      return renderCsv(report);
+    case 'html':
+      return renderHtml(report, problems());
+    case 'table':
+      return renderTable(report);
+  }
+}

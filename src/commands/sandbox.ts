@@ -1,13 +1,124 @@
-import type { RegisterCommand } from './context.js';
+/**
+ * `quote-batch sandbox`: serves the local imitation of the partner API until Ctrl-C / SIGTERM.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { QuoteBatchError } from '../errors.js';
+import { DEFAULT_SANDBOX_API_KEY, DEFAULT_SANDBOX_SEED, startSandbox, type SandboxFaults } from '../sandbox/index.js';
+import { parseCount, parseNumberIn, type RegisterCommand } from './context.js';
 
-// Placeholder: replaced by the real command.
+interface SandboxFlags {
+  port: number;
+  host: string;
+  agents?: string;
+  apiKeyFile?: string;
+  seed: number;
+  latencyMs?: number;
+  jitterMs?: number;
+  failRate?: number;
+  throttleRate?: number;
+  retryAfter?: number;
+  retryAfterFormat?: string;
+  resetBeforeRate?: number;
+  resetAfterRate?: number;
+  hangRate?: number;
+  upstreamErrorRate?: number;
+  rpsCap?: number;
+}
+
+const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** `./samples/agents.csv` in the working directory, else the copy shipped with the package. */
+function defaultAgentsFile(cwd: string): string {
+  const local = resolve(cwd, 'samples', 'agents.csv');
+  if (existsSync(local)) return local;
+  const shipped = resolve(PACKAGE_ROOT, 'samples', 'agents.csv');
+  return existsSync(shipped) ? shipped : local;
+}
+
+/** The key and a description of where it came from that never contains the key itself. */
+function resolveApiKey(flags: SandboxFlags, env: Readonly<Record<string, string | undefined>>, cwd: string): { key: string; source: string } {
+  if (flags.apiKeyFile !== undefined) {
+    const path = resolve(cwd, flags.apiKeyFile);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      throw new QuoteBatchError('E_CONFIG', `cannot read the API key file ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, { cause: error });
+    }
+    const key = text.replace(/\r?\n$/, '').trim();
+    if (key === '') throw new QuoteBatchError('E_CONFIG', `the API key file ${path} is empty`);
+    return { key, source: `the key in --api-key-file ${path}` };
+  }
+  const fromEnv = env.QUOTE_BATCH_API_KEY;
+  if (fromEnv !== undefined && fromEnv.trim() !== '') return { key: fromEnv.trim(), source: 'the key in QUOTE_BATCH_API_KEY' };
+  return { key: DEFAULT_SANDBOX_API_KEY, source: `the default key "${DEFAULT_SANDBOX_API_KEY}" (set QUOTE_BATCH_API_KEY or --api-key-file to change it)` };
+}
+
+function waitForStop(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolveStop) => signal.addEventListener('abort', () => resolveStop(), { once: true }));
+}
+
 export const registerSandbox: RegisterCommand = (program, ctx) => {
+  const rate = (flag: string): ((value: string) => number) => parseNumberIn(flag, 0, 1);
   program
     .command('sandbox')
-    .description('(not built yet)')
-    .allowUnknownOption()
-    .action(() => {
-      ctx.io.err('quote-batch sandbox: not built yet\n');
-      ctx.setExitCode(2);
+    .description('Serve the local imitation of the partner API on loopback (stop with Ctrl-C)')
+    .option('--port <n>', 'port to listen on (0 picks a free one)', parseCount('--port'), 0)
+    .option('--host <host>', 'loopback host to bind', '127.0.0.1')
+    .option('--agents <file>', 'known agents, CSV email,agent_id,eligible (default samples/agents.csv)')
+    .option('--api-key-file <file>', 'file holding the key to accept (default: QUOTE_BATCH_API_KEY, else "sandbox-key")')
+    .option('--seed <n>', 'seed of the fault draws (same seed, same request order → same faults)', parseCount('--seed'), DEFAULT_SANDBOX_SEED)
+    .option('--latency-ms <n>', 'delay before every answer', parseCount('--latency-ms'))
+    .option('--jitter-ms <n>', 'extra random delay, up to n ms', parseCount('--jitter-ms'))
+    .option('--fail-rate <x>', 'share of requests answered 500/503', rate('--fail-rate'))
+    .option('--throttle-rate <x>', 'share of requests answered 429 with Retry-After', rate('--throttle-rate'))
+    .option('--retry-after <s>', 'Retry-After of throttled answers, in seconds', parseCount('--retry-after'))
+    .option('--retry-after-format <f>', 'Retry-After as "seconds" or "http-date"')
+    .option('--reset-before-rate <x>', 'share of connections reset before processing', rate('--reset-before-rate'))
+    .option('--reset-after-rate <x>', 'share of connections reset after processing (no answer)', rate('--reset-after-rate'))
+    .option('--hang-rate <x>', 'share of requests processed and never answered', rate('--hang-rate'))
+    .option('--upstream-error-rate <x>', 'share of validate requests answered 500 (upstream fault)', rate('--upstream-error-rate'))
+    .option('--rps-cap <n>', 'at most n requests per second; the excess is answered 429', parseCount('--rps-cap'))
+    .action(async (flags: SandboxFlags) => {
+      const { key, source } = resolveApiKey(flags, ctx.io.env, ctx.io.cwd);
+      const agentsFile = flags.agents !== undefined ? resolve(ctx.io.cwd, flags.agents) : defaultAgentsFile(ctx.io.cwd);
+      if (flags.retryAfterFormat !== undefined && flags.retryAfterFormat !== 'seconds' && flags.retryAfterFormat !== 'http-date') {
+        throw new QuoteBatchError('E_USAGE', `--retry-after-format expects "seconds" or "http-date", got "${flags.retryAfterFormat}"`);
+      }
+      const faults: Partial<SandboxFaults> = {
+        latencyMs: flags.latencyMs,
+        jitterMs: flags.jitterMs,
+        failRate: flags.failRate,
+        throttleRate: flags.throttleRate,
+        retryAfterSeconds: flags.retryAfter,
+        retryAfterFormat: flags.retryAfterFormat as SandboxFaults['retryAfterFormat'] | undefined,
+        resetBeforeRate: flags.resetBeforeRate,
+        resetAfterRate: flags.resetAfterRate,
+        hangRate: flags.hangRate,
+        upstreamErrorRate: flags.upstreamErrorRate,
+        rpsCap: flags.rpsCap,
+      };
+      const sandbox = await startSandbox({ port: flags.port, host: flags.host, apiKey: key, agentsFile, seed: flags.seed, faults });
+      const active = Object.entries(sandbox.faults())
+        .filter(([name, value]) => value !== 0 && value !== false && name !== 'retryAfterSeconds' && name !== 'retryAfterFormat');
+      // One write, so that a reader that waits for the address line also has the lines after it.
+      ctx.io.out([
+        `quote-batch sandbox listening on ${sandbox.url}`,
+        `accepting ${source}`,
+        `agents from ${agentsFile}`,
+        active.length === 0 ? 'faults: none' : `faults (seed ${flags.seed}): ${active.map(([name, value]) => `${name}=${String(value)}`).join(', ')}`,
+        `stats at ${sandbox.url}/__sandbox/stats; stop with Ctrl-C`,
+        '',
+      ].join('\n'));
+
+      await waitForStop(ctx.stop);
+      const stats = sandbox.stats();
+      await sandbox.close();
+      const total = stats.operations.validate.received + stats.operations.quote.received + stats.operations.lead.received;
+      ctx.io.err(`quote-batch sandbox stopped after ${total} request(s)\n`);
+      ctx.setExitCode(0);
     });
 };

@@ -21,7 +21,6 @@ export const CONFIG_FILE_NAME = 'quote-batch.config.yaml';
 export const SANDBOX_DEFAULT_KEY = 'sandbox-key';
 
 const positiveInt = z.number().int().positive();
-const nonNegativeInt = z.number().int().nonnegative();
 
 /** The config file as the user writes it. Every member is optional. */
 export const ConfigFile = z.strictObject({

@@ -33,7 +33,12 @@ export class AgentResolver {
   resolve(email: string, rowNumber: number): Promise<AgentResult> {
     let result = this.cache.get(email);
     if (result === undefined) {
-      result = this.lookup(email, rowNumber);
+      result = this.lookup(email, rowNumber).then((answer) => {
+        // A transient failure is not an answer: the next row with this e-mail asks again, so an
+        // outage keeps meeting the circuit breaker instead of failing every row at once.
+        if (answer.kind === 'failed') this.cache.delete(email);
+        return answer;
+      });
       this.cache.set(email, result);
     }
     return result;

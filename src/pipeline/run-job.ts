@@ -13,7 +13,7 @@ import type { StoreRequests } from '../config/index.js';
 import { openInput, type InputReader } from '../input/index.js';
 import { FINAL_STATES, ROW_STATES, type JobRecord, type Ledger, type NewRow, type RowState } from '../ledger/index.js';
 import type { Logger } from '../log.js';
-import { formatRowIssue, type CompiledMapping, type MappedRow } from '../mapping/index.js';
+import { formatRowIssue, resolveInputOptions, type CompiledMapping, type MappedRow } from '../mapping/index.js';
 import type { PartnerClient } from '../partner/index.js';
 import type { QuoteSuccessResponse } from '../partner/schemas.js';
 import type { CallOutcome, Environment, Operation } from '../partner/types.js';
@@ -86,6 +86,7 @@ const UNFINISHED_STATES: readonly RowState[] = ['pending', 'in_flight', 'failed'
 /** Rows read ahead of the senders: bounds memory whatever the file size. */
 const READ_AHEAD_FACTOR = 4;
 const INSERT_BATCH = 512;
+const CIRCUIT_OPEN = 'circuit breaker open: too many consecutive transient failures (the partner looks down)';
 
 export async function sha256File(path: string): Promise<string> {
   const hash = createHash('sha256');
@@ -101,7 +102,7 @@ export function exitCodeFor(end: RunEnd, counts: Record<RowState, number>): 0 | 
 export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
   const started = Date.now();
   const { ledger, mapping, logger } = options;
-  const reader = await openInput(options.inputPath, mapping.input);
+  const reader = await openInput(options.inputPath, resolveInputOptions(options.inputPath, mapping));
   try {
     if (reader.columns !== null) mapping.checkColumns(reader.columns);
     const identity = {
@@ -377,8 +378,9 @@ class JobRunner {
         return;
       }
       if (agent.kind !== 'valid') {
-        // Stopped while waiting to validate: nothing was decided about this row.
-        if (agent.kind === 'failed' && this.halt.signal.aborted && agent.errorCode === 'aborted') return;
+        if (this.client.halted) this.stopAll(CIRCUIT_OPEN);
+        // Stopped, or the breaker halted, before validation was sent: nothing was decided.
+        if (agent.kind === 'failed' && (agent.errorCode === 'aborted' || agent.errorCode === 'circuit_open')) return;
         const state: RowState = agent.kind === 'invalid' ? 'agent_invalid' : agent.kind === 'bad_request' ? 'invalid' : 'failed';
         finish({
           state,
@@ -407,7 +409,7 @@ class JobRunner {
         marked = true;
       },
     });
-    if (this.client.halted) this.stopAll('circuit breaker open: too many consecutive transient failures');
+    if (this.client.halted) this.stopAll(CIRCUIT_OPEN);
     const attempts = outcome.attempts;
     if (!marked) {
       // Never left (stopped while waiting): the row stays as it was; keep any attempts for the record.
@@ -449,11 +451,24 @@ function outcomeToRow(outcome: CallOutcome<QuoteSuccessResponse>, agentId: strin
       };
     }
     case 'rejected':
-      return { ...base, state: 'rejected', errorCode: outcome.errorCode, errorMessage: outcome.message };
+      return { ...base, state: 'rejected', errorCode: outcome.errorCode, errorMessage: reasonOf(outcome) };
     case 'in_doubt':
-      return { ...base, state: 'in_doubt', errorCode: outcome.errorCode, errorMessage: outcome.message };
+      return { ...base, state: 'in_doubt', errorCode: outcome.errorCode, errorMessage: reasonOf(outcome) };
     default:
-      return { ...base, state: 'failed', errorCode: outcome.errorCode, errorMessage: outcome.message };
+      return { ...base, state: 'failed', errorCode: outcome.errorCode, errorMessage: reasonOf(outcome) };
   }
 }
 
+
+/**
+ * The reason kept in `rows.error_message`: the partner's own message when it sent one (so that
+ * analysts can group rows by it), else the client's one-line description.
+ */
+function reasonOf(outcome: CallOutcome): string {
+  const body = outcome.body;
+  if (body !== null && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') {
+    const message = (body as { message: string }).message.trim();
+    if (message !== '') return message;
+  }
+  return outcome.message;
+}

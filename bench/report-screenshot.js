@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+// Renders the HTML report of a ledger in headless Chromium and saves screenshots, so the report
+// can be looked at (and checked offline: any network request the page makes is an error).
+//
+//   npm run build && node bench/report-screenshot.js [--ledger ./quote-batch.db] [--job <id>]
+//        [--out bench/results/report.png] [--width 1366] [--height 900]
+//
+// Writes <out> (the whole page), <out>-top.png (the first screen) and <out>.html beside them.
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const { values } = parseArgs({
+  options: {
+    ledger: { type: 'string', default: 'quote-batch.db' },
+    job: { type: 'string' },
+    out: { type: 'string', default: resolve(root, 'bench/results/report.png') },
+    width: { type: 'string', default: '1366' },
+    height: { type: 'string', default: '900' },
+    chromium: { type: 'string', default: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium' },
+  },
+});
+
+if (!existsSync(resolve(root, 'dist/report/index.js'))) {
+  console.error('dist/ is missing: run `npm run build` first');
+  process.exit(2);
+}
+if (!existsSync(values.chromium)) {
+  console.error(`${values.chromium} not found: apt-get install chromium (or set CHROMIUM_PATH)`);
+  process.exit(2);
+}
+const { buildReport, openReportLedger, readProblemRows, renderHtml, resolveJobId } = await import(
+  pathToFileURL(resolve(root, 'dist/report/index.js')).href
+);
+
+const ledgerPath = resolve(values.ledger);
+const ledger = openReportLedger(ledgerPath);
+let html;
+let jobId;
+try {
+  jobId = resolveJobId(ledger.db, values.job === undefined ? undefined : Number(values.job), ledgerPath);
+  html = renderHtml(buildReport(ledger.db, jobId), readProblemRows(ledger.db, jobId));
+} finally {
+  ledger.close();
+}
+
+const out = resolve(values.out);
+mkdirSync(dirname(out), { recursive: true });
+const htmlPath = out.replace(/\.png$/, '') + '.html';
+writeFileSync(htmlPath, html);
+
+const browser = await chromium.launch({
+  executablePath: values.chromium,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: Number(values.width), height: Number(values.height) } });
+  const fileUrl = pathToFileURL(htmlPath).href;
+  const requests = [];
+  page.on('request', (request) => requests.push(request.url()));
+  await page.goto(fileUrl, { waitUntil: 'load' });
+  const charts = await page.$$eval('svg[data-chart]', (svgs) =>
+    svgs.map((svg) => `${svg.getAttribute('data-chart')}: ${svg.querySelectorAll('.mark').length} marks`));
+  await page.screenshot({ path: out, fullPage: true });
+  const top = out.replace(/\.png$/, '') + '-top.png';
+  await page.screenshot({ path: top });
+  const foreign = requests.filter((url) => url !== fileUrl);
+  console.log(`job ${jobId} of ${ledgerPath}`);
+  console.log(`charts: ${charts.join(', ')}`);
+  console.log(`network requests besides the page: ${foreign.length}`);
+  console.log(`wrote ${out}, ${top} and ${htmlPath}`);
+  if (foreign.length > 0) {
+    console.error(`the report requested: ${foreign.join(', ')}`);
+    process.exitCode = 1;
+  }
+} finally {
+  await browser.close();
+}

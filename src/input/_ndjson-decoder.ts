@@ -1,0 +1,134 @@
+import { isUtf8 } from 'node:buffer';
+import type { Decoder } from './_decoder.js';
+import type { InputItem } from './types.js';
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** Options of {@link NdjsonDecoder}. */
+export interface NdjsonDecoderOptions {
+  maxRecordBytes: number;
+}
+
+/**
+ * Reads NDJSON / JSON Lines: one JSON object per line (LF or CRLF). Blank lines are skipped and
+ * not numbered. A line that is not valid UTF-8, not valid JSON, not an object, or longer than
+ * `maxRecordBytes` is an error item; an over-long line is dropped as soon as it passes the limit
+ * and reading resumes after its line break, so it is never held whole.
+ */
+export class NdjsonDecoder implements Decoder {
+  readonly columns = null;
+  readonly #max: number;
+  /** Pieces of the line that started in an earlier chunk. */
+  #parts: Buffer[] = [];
+  #partsLength = 0;
+  /** Physical line number of the line being read. */
+  #line = 1;
+  #rowNumber = 0;
+  #skipping = false;
+
+  constructor(options: NdjsonDecoderOptions) {
+    this.#max = options.maxRecordBytes;
+  }
+
+  write(chunk: Buffer, out: InputItem[]): void {
+    let position = 0;
+    while (position < chunk.length) {
+      const newline = chunk.indexOf(LF, position);
+      if (this.#skipping) {
+        if (newline === -1) return;
+        this.#skipping = false;
+        this.#line += 1;
+        position = newline + 1;
+        continue;
+      }
+      if (newline === -1) {
+        this.#partsLength += chunk.length - position;
+        // Only certain once the line is too long without a BOM and a CR that may end it.
+        const uncounted = (this.#line === 1 ? 3 : 0) + (chunk[chunk.length - 1] === CR ? 1 : 0);
+        if (this.#partsLength - uncounted > this.#max) {
+          this.#parts = [];
+          this.#partsLength = 0;
+          this.#skipping = true;
+          this.#pushError(out, this.#line, `record longer than ${this.#max} bytes`);
+        } else {
+          this.#parts.push(chunk.subarray(position));
+        }
+        return;
+      }
+      let line = chunk.subarray(position, newline);
+      if (this.#parts.length > 0) {
+        this.#parts.push(line);
+        line = Buffer.concat(this.#parts, this.#partsLength + line.length);
+        this.#parts = [];
+        this.#partsLength = 0;
+      }
+      this.#readLine(line, out);
+      this.#line += 1;
+      position = newline + 1;
+    }
+  }
+
+  end(out: InputItem[]): void {
+    if (this.#parts.length > 0) {
+      const line = Buffer.concat(this.#parts, this.#partsLength);
+      this.#parts = [];
+      this.#partsLength = 0;
+      this.#readLine(line, out);
+    }
+  }
+
+  #readLine(bytes: Buffer, out: InputItem[]): void {
+    let start = 0;
+    let end = bytes.length;
+    if (this.#line === 1 && end >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) start = 3;
+    if (end > start && bytes[end - 1] === CR) end -= 1;
+    if (isBlank(bytes, start, end)) return;
+    const line = this.#line;
+    if (end - start > this.#max) {
+      this.#pushError(out, line, `record longer than ${this.#max} bytes`);
+      return;
+    }
+    const slice = bytes.subarray(start, end);
+    if (!isUtf8(slice)) {
+      this.#pushError(out, line, 'invalid UTF-8');
+      return;
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(slice.toString('utf8'));
+    } catch (error) {
+      this.#pushError(out, line, `invalid JSON: ${describeJsonError(error)}`);
+      return;
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      this.#pushError(out, line, `JSON line is not an object (got ${describeJsonType(value)})`);
+      return;
+    }
+    out.push({ kind: 'record', rowNumber: ++this.#rowNumber, line, record: value as Record<string, unknown> });
+  }
+
+  #pushError(out: InputItem[], line: number, reason: string): void {
+    out.push({ kind: 'error', rowNumber: ++this.#rowNumber, line, message: `line ${line}: ${reason}` });
+  }
+}
+
+function isBlank(bytes: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i += 1) {
+    const byte = bytes[i];
+    if (byte !== 0x20 && byte !== 0x09 && byte !== CR) return false;
+  }
+  return true;
+}
+
+/** JSON.parse's message without the excerpt of the line V8 adds (it would copy lead data into logs). */
+function describeJsonError(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/, ".*" is not valid JSON$/s, '');
+}
+
+function describeJsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}

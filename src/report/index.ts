@@ -1,0 +1,18 @@
+// Summaries, exports and the HTML report of a ledger (the analysts' view): re-exports only.
+export { buildReport, resolveJobId, computeStats, computeHistogram, percentileOf } from './build-report.js';
+export { renderTable, TABLE_WIDTH } from './render-table.js';
+export { renderCsv, flattenFigures } from './render-csv.js';
+export { renderHtml, STATE_COLORS } from './render-html.js';
+export {
+  exportRows, parseStates, readProblemRows, EXPORT_COLUMNS, PROBLEM_STATES,
+  type ExportFormat, type ExportOptions, type ExportedRow, type ProblemRows,
+} from './export-rows.js';
+export { listJobs, renderJobsTable, type JobListing } from './list-jobs.js';
+export { formatCsvCell, formatCsvLine, type CsvValue } from './csv.js';
+export { openReportLedger, writeOutput, resolveLedgerPath, DEFAULT_LEDGER_FILE } from './output.js';
+export {
+  REPORT_VERSION, ATTEMPT_KINDS, ATTEMPT_OUTCOMES, ERROR_STATES, DONE_STATES, ROW_ERROR_LIMIT,
+  type Report, type ReportAttemptKind, type ReportAttempts, type ReportAttemptError, type ReportCompletions,
+  type ReportInvalidAgent, type ReportJob, type ReportKindAttempts, type ReportRowError, type ReportRows,
+  type ReportRun, type ReportTiming, type Stats, type StatsWithHistogram, type HistogramBin,
+} from './types.js';

@@ -1,0 +1,56 @@
+/** `quote-batch jobs`: the jobs of a ledger, newest first, with their counts (from `job_summary`). */
+import type Database from 'better-sqlite3';
+import type { JobStatus } from '../ledger/index.js';
+import { cleanText, formatInteger, formatTimestamp, padCell, padCellLeft, truncateStart } from './_text.js';
+
+/** One job as `quote-batch jobs --format json` lists it. */
+export interface JobListing {
+  id: number;
+  input_path: string;
+  environment: string;
+  operation: string;
+  status: JobStatus;
+  total_rows: number | null;
+  rows_recorded: number;
+  pending: number;
+  in_flight: number;
+  succeeded: number;
+  rejected: number;
+  agent_invalid: number;
+  invalid: number;
+  duplicate: number;
+  failed: number;
+  in_doubt: number;
+  success_rate: number | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+export function listJobs(db: Database.Database): JobListing[] {
+  return db.prepare(
+    `SELECT job_id AS id, input_path, environment, operation, status, total_rows, rows_recorded, pending, in_flight,
+       succeeded, rejected, agent_invalid, invalid, duplicate, failed, in_doubt, success_rate, created_at, finished_at
+     FROM job_summary ORDER BY job_id DESC`,
+  ).all() as JobListing[];
+}
+
+/**
+ * Two lines per job for an 80-column terminal: the figures, then the input file.
+ * `fix` = rejected + agent_invalid + invalid (data to correct); `open` = pending + in_flight +
+ * failed + in_doubt (what a further run would still handle).
+ */
+export function renderJobsTable(jobs: readonly JobListing[]): string {
+  if (jobs.length === 0) return 'no jobs in this ledger yet\n';
+  const lines = [
+    `${padCellLeft('id', 4)} ${padCell('status', 11)} ${padCell('env', 10)} ${padCell('op', 5)} ${padCellLeft('rows', 7)} ${padCellLeft('ok', 7)} ${padCellLeft('fix', 5)} ${padCellLeft('open', 5)} started`,
+  ];
+  for (const j of jobs) {
+    const toFix = j.rejected + j.agent_invalid + j.invalid;
+    const open = j.pending + j.in_flight + j.failed + j.in_doubt;
+    lines.push(
+      `${padCellLeft(String(j.id), 4)} ${padCell(j.status, 11)} ${padCell(cleanText(j.environment), 10)} ${padCell(cleanText(j.operation), 5)} ${padCellLeft(formatInteger(j.rows_recorded), 7)} ${padCellLeft(formatInteger(j.succeeded), 7)} ${padCellLeft(formatInteger(toFix), 5)} ${padCellLeft(formatInteger(open), 5)} ${formatTimestamp(j.created_at).slice(0, 16)}`,
+      `     ${truncateStart(cleanText(j.input_path), 75)}`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}

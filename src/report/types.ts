@@ -1,0 +1,185 @@
+/**
+ * The report's JSON shape (`quote-batch report --format json`). Scripts rely on it: add fields,
+ * never rename or remove them; bump {@link REPORT_VERSION} if a meaning changes. Every key is
+ * always present (zeros and `null` rather than missing keys) so a script need not probe.
+ */
+import type { RowState, JobStatus, RunStatus } from '../ledger/index.js';
+
+export const REPORT_VERSION = 1;
+
+/** Attempt kinds, in the order the report lists them. */
+export const ATTEMPT_KINDS = ['agent_validate', 'quote', 'lead'] as const;
+export type ReportAttemptKind = (typeof ATTEMPT_KINDS)[number];
+
+/** Attempt outcomes recorded by the partner client (`attempts.outcome`). */
+export const ATTEMPT_OUTCOMES = ['ok', 'rejected', 'forbidden', 'retryable', 'in_doubt'] as const;
+
+/** States whose rows carry an error worth grouping (`row_errors`). */
+export const ERROR_STATES = ['rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt'] as const satisfies readonly RowState[];
+
+/** States that a later run leaves alone or that ended a send: every state but `pending` and `in_flight`. */
+export const DONE_STATES = [
+  'succeeded', 'rejected', 'agent_invalid', 'invalid', 'duplicate', 'failed', 'in_doubt',
+] as const satisfies readonly RowState[];
+
+/**
+ * Summary statistics of a set of values. Percentiles use the nearest-rank method: the p-th
+ * percentile of n sorted values is the value at 1-based position ceil(p/100 × n), so every
+ * figure is a value that occurred (and a plain SQL `ORDER BY … LIMIT 1 OFFSET k` reproduces it).
+ * All figures but `count` are `null` when `count` is 0.
+ */
+export interface Stats {
+  count: number;
+  min: number | null;
+  /** Nearest-rank 50th percentile (the lower middle value when `count` is even). */
+  median: number | null;
+  p90: number | null;
+  p95: number | null;
+  p99: number | null;
+  max: number | null;
+  /** Arithmetic mean, rounded to 2 decimals. */
+  mean: number | null;
+}
+
+/**
+ * A histogram bin. Bins are half-open (`from <= v < to`) but the last, which is closed. Bins are
+ * equal-width, except that a last overflow bin reaches the maximum when outliers lie beyond 2 × p99.
+ */
+export interface HistogramBin {
+  from: number;
+  to: number;
+  count: number;
+}
+
+export interface StatsWithHistogram extends Stats {
+  histogram: HistogramBin[];
+}
+
+export interface ReportJob {
+  id: number;
+  input_path: string;
+  input_format: string;
+  mapping_path: string;
+  environment: string;
+  operation: string;
+  base_url: string | null;
+  status: JobStatus;
+  total_rows: number | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+export interface ReportRows {
+  /** Rows recorded in the ledger for the job (every state). */
+  total: number;
+  /** Rows per state; every state is listed, zero included. */
+  by_state: Record<RowState, number>;
+  /** `succeeded / total`, 4 decimals (as the `job_summary` view); null when there are no rows. */
+  success_rate: number | null;
+  /**
+   * `succeeded / (succeeded + rejected + failed + in_doubt)`: the share of rows that reached (or
+   * may have reached) the partner and got a quote; null when none did.
+   */
+  sent_success_rate: number | null;
+}
+
+export interface ReportKindAttempts {
+  attempts: number;
+  /** Distinct rows (quote/lead) or agent e-mails (agent_validate) the attempts were made for. */
+  subjects: number;
+  /** `attempts - subjects`: attempts beyond the first per row (or per agent). */
+  retries: number;
+  /** Attempts per outcome (ok, rejected, forbidden, retryable, in_doubt, and any other seen). */
+  by_outcome: Record<string, number>;
+}
+
+export interface ReportAttempts {
+  total: number;
+  /** Sum of `retries` over the kinds. */
+  retries: number;
+  /** Rows with more than one quote/lead attempt. */
+  rows_retried: number;
+  by_kind: Record<ReportAttemptKind, ReportKindAttempts>;
+}
+
+/** Rows in an error state sharing a state, error code and message. */
+export interface ReportRowError {
+  state: RowState;
+  error_code: string | null;
+  error_message: string | null;
+  rows: number;
+}
+
+/** Failed attempts (outcome not `ok`) sharing a kind, HTTP status, error code and outcome. */
+export interface ReportAttemptError {
+  kind: string;
+  http_status: number | null;
+  error_code: string | null;
+  outcome: string;
+  attempts: number;
+}
+
+export interface ReportInvalidAgent {
+  email: string | null;
+  /** The partner's message from the `agents` table, when it is known. */
+  message: string | null;
+  /** Rows of the job left `agent_invalid` by this agent. */
+  blocked_rows: number;
+}
+
+export interface ReportTiming {
+  /** Job wall-clock time: `finished_at` (else the last row update) minus `created_at`, 3 decimals (as `job_summary`). */
+  elapsed_seconds: number | null;
+  /** Sum over runs of `finished_at` (else last heartbeat) minus `started_at`: time spent working, 3 decimals. */
+  run_seconds: number;
+  /** Rows in a state other than `pending`/`in_flight`. */
+  rows_completed: number;
+  /** `rows_completed / run_seconds`, 2 decimals; null when no run time was recorded. */
+  rows_per_second: number | null;
+}
+
+/** Rows completed over time, from `rows.updated_at` of rows no longer pending/in flight. */
+export interface ReportCompletions {
+  /** Start of the first bucket (the earliest completion), ISO UTC; null when nothing completed. */
+  start: string | null;
+  bucket_seconds: number;
+  /** Rows completed in each consecutive bucket. */
+  buckets: number[];
+}
+
+export interface ReportRun {
+  id: number;
+  started_at: string;
+  finished_at: string | null;
+  status: RunStatus;
+  tool_version: string;
+  /** `finished_at` (else last heartbeat) minus `started_at`, 3 decimals. */
+  seconds: number | null;
+}
+
+/** Everything `quote-batch report` says about one job. */
+export interface Report {
+  report_version: typeof REPORT_VERSION;
+  generated_at: string;
+  job: ReportJob;
+  rows: ReportRows;
+  attempts: ReportAttempts;
+  /** Row errors grouped, most frequent first (at most {@link ROW_ERROR_LIMIT} groups). */
+  row_errors: ReportRowError[];
+  /** How many groups there were in all (more than `row_errors.length` when cut). */
+  row_error_groups: number;
+  /** Failed attempts grouped, most frequent first (at most {@link ROW_ERROR_LIMIT} groups). */
+  attempt_errors: ReportAttemptError[];
+  attempt_error_groups: number;
+  /** Agents that blocked rows of the job, most rows first. */
+  invalid_agents: ReportInvalidAgent[];
+  /** `total_premium` of succeeded rows. */
+  premium: StatsWithHistogram;
+  /** `attempts.duration_ms` per attempt kind. */
+  latency_ms: Record<ReportAttemptKind, StatsWithHistogram>;
+  timing: ReportTiming;
+  completions: ReportCompletions;
+  runs: ReportRun[];
+}
+
+export const ROW_ERROR_LIMIT = 100;

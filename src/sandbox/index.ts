@@ -1,0 +1,12 @@
+// The local imitation of the partner API (contract §8): re-exports only.
+export {
+  startSandbox, DEFAULT_SANDBOX_API_KEY, DEFAULT_SANDBOX_SEED, MAX_BODY_BYTES,
+  type SandboxOptions, type SandboxHandle,
+} from './server.js';
+export { DEFAULT_FAULTS, mergeFaults, type SandboxFaults } from './faults.js';
+export { readAgentsFile, parseAgentsCsv, type AgentRecord } from './agents.js';
+export {
+  UNSUPPORTED_STATES, MIN_ELIGIBLE_YEAR, checkQuoteRequest, computePremium, resolveVehicleCoverage,
+  type RuleViolation, type SandboxInputIssue, type SandboxPremiumSummary,
+} from './rules.js';
+export type { SandboxStats, SandboxOperation, OperationStats, LeadStats, FaultStats } from './stats.js';

@@ -1,0 +1,148 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const run = promisify(execFile);
+
+interface Result { code: number; stdout: string; stderr: string }
+
+async function cli(...args: string[]): Promise<Result> {
+  try {
+    const { stdout, stderr } = await run('node', ['bin/quote-batch.js', ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+/** The deliberately bad rows of the samples (samples/README.md) and the source each message must name. */
+const BAD_ROWS: Record<number, { csv: string; ndjson: string }> = {
+  17: { csv: 'column driver2_dob', ndjson: 'field drivers[1].dob' },
+  31: { csv: 'column driver1_phone', ndjson: 'field drivers[0].phone' },
+  48: { csv: 'column driver1_last_name', ndjson: 'field drivers[0].last_name' },
+  64: { csv: 'column vehicle1_vin', ndjson: 'field vehicles[0].vin' },
+  79: { csv: 'column driver1_gender', ndjson: 'field drivers[0].gender' },
+  93: { csv: 'line 94', ndjson: 'line 93' },
+  112: { csv: 'column vehicle2_year', ndjson: 'field vehicles[1].year' },
+  127: { csv: 'column agent_email', ndjson: 'field agent.email' },
+  140: { csv: 'column tcpa_consent', ndjson: 'field consent.tcpa' },
+};
+
+let dir: string;
+
+beforeAll(async () => {
+  await run('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT });
+  dir = mkdtempSync(join(tmpdir(), 'quote-batch-preview-check-'));
+}, 120_000);
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('quote-batch check', () => {
+  it.each([
+    ['csv', 'samples/leads.csv', 'mappings/example-csv.yaml'],
+    ['ndjson', 'samples/leads.ndjson', 'mappings/example-ndjson.yaml'],
+  ] as const)('%s sample: the invalid rows are exactly the deliberately bad ones, each naming its source', async (kind, input, mapping) => {
+    const result = await cli('check', input, '--mapping', mapping, '--json');
+    expect(result.code).toBe(1);
+    const summary = JSON.parse(result.stdout) as { rows: number; valid: number; invalid: number; unreadable: number; invalidRows: { row: number; messages: string[] }[] };
+    expect(summary).toMatchObject({ rows: 200, valid: 191, invalid: 9, unreadable: 1 });
+    expect(summary.invalidRows.map((r) => r.row)).toEqual(Object.keys(BAD_ROWS).map(Number));
+    for (const row of summary.invalidRows) {
+      expect(row.messages).toHaveLength(1);
+      expect(row.messages[0]).toContain(`row ${row.row}: `);
+      expect(row.messages[0]).toContain(BAD_ROWS[row.row]?.[kind]);
+    }
+  });
+
+  it('prints a readable summary with the most frequent issues', async () => {
+    const result = await cli('check', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/valid\s+191/);
+    expect(result.stdout).toMatch(/invalid\s+9 \(1 unreadable\)/);
+    expect(result.stdout).toContain('most frequent errors:');
+    expect(result.stdout).toContain('row 17: application.drivers[1].dob: expected a date as MM/DD/YYYY, got "13/45/1990" (column driver2_dob)');
+  });
+
+  it('exits 0 when every row is valid', async () => {
+    const file = join(dir, 'good.csv');
+    writeFileSync(file, 'click_id\nc-1\nc-2\n');
+    const mapping = join(dir, 'good.yaml');
+    writeFileSync(mapping, `version: 1
+fields:
+  channel.channel_id: { literal: acme }
+  tracking.click_id: click_id
+  application.drivers[0].name: { literal: { first_name: Ann, last_name: Example } }
+  application.drivers[0].dob: { literal: "1980-01-02" }
+  application.vehicles[0]: { literal: { vin: 1FAFP34N05W123456, make: Ford, model: Focus, year: 2015 } }
+`);
+    const result = await cli('check', file, '--mapping', mapping);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('all rows are valid');
+  });
+
+  it('exits 2 for a bad mapping, a missing column or an unreadable file, before any row', async () => {
+    const bad = await cli('check', 'samples/leads.csv', '--mapping', 'test/fixtures/mapping/bad-unknown-key.yaml');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/bad-unknown-key\.yaml:3:\d+: .*unknown key "colum"/);
+    expect(bad.stderr).toMatch(/hint: did you mean "column"\?/);
+
+    const mapping = join(dir, 'missing-column.yaml');
+    writeFileSync(mapping, 'version: 1\nfields:\n  tracking.click_id: clik_id\n');
+    const missing = await cli('check', 'samples/leads.csv', '--mapping', mapping);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/the input has no column "clik_id" \(did you mean "click_id"\?\)/);
+    expect(missing.stdout).toBe('');
+
+    const nested = await cli('check', 'samples/leads.csv', '--mapping', 'mappings/example-ndjson.yaml');
+    expect(nested.code).toBe(2);
+
+    const absent = await cli('check', join(dir, 'nope.csv'), '--mapping', 'mappings/example-csv.yaml');
+    expect(absent.code).toBe(2);
+    expect(absent.stderr).toMatch(/nope\.csv/);
+  });
+});
+
+describe('quote-batch preview', () => {
+  it('shows the first 3 rows as the JSON that would be sent, with the agent id placeholder explained', async () => {
+    const result = await cli('preview', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml');
+    expect(result.code).toBe(0);
+    expect(result.stdout.match(/^── row \d+/gm)).toEqual(['── row 1', '── row 2', '── row 3']);
+    expect(result.stdout).toContain('"agent_id": "<agent id from validation, set at run time>"');
+    expect(result.stdout).toMatch(/note: the agent id is a placeholder: it comes from validating \S+@example\.com when the job runs/);
+  });
+
+  it('--row N shows one row with its errors naming the column; exit 1 when it is invalid', async () => {
+    const result = await cli('preview', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml', '--row', '17');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/^── row 17 \(line \d+, key clk_[0-9a-f]+, agent \S+, INVALID: would not be sent\) ──/m);
+    expect(result.stdout).toContain('error:   row 17: application.drivers[1].dob: expected a date as MM/DD/YYYY, got "13/45/1990" (column driver2_dob)');
+  });
+
+  it('--json gives the requests and issues; CSV and NDJSON twins map to the same request', async () => {
+    const csv = await cli('preview', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml', '--rows', '5', '--json');
+    const ndjson = await cli('preview', 'samples/leads.ndjson', '--mapping', 'mappings/example-ndjson.yaml', '--rows', '5', '--json');
+    expect([csv.code, ndjson.code]).toEqual([0, 0]);
+    const a = JSON.parse(csv.stdout) as { row: number; valid: boolean; request: unknown; rowKey: string }[];
+    const b = JSON.parse(ndjson.stdout) as typeof a;
+    expect(a.map((r) => r.row)).toEqual([1, 2, 3, 4, 5]);
+    expect(a.every((r) => r.valid)).toBe(true);
+    const sortKeys = (v: unknown): unknown => Array.isArray(v) ? v.map(sortKeys)
+      : v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys((v as Record<string, unknown>)[k])])) : v;
+    expect(a.map((r) => sortKeys(r.request))).toEqual(b.map((r) => sortKeys(r.request)));
+    expect(a[0]?.rowKey).toMatch(/^clk_/);
+  });
+
+  it('--rows and --row together are a usage error', async () => {
+    const result = await cli('preview', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml', '--rows', '2', '--row', '3');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/either --rows or --row/);
+  });
+});

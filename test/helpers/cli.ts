@@ -1,0 +1,80 @@
+/**
+ * Spawns the real CLI (`bin/quote-batch.js` → `dist/`), as users and cron do. `npm test` builds
+ * first; `ensureBuilt()` covers a direct `vitest run` on a fresh checkout.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = join(REPO_ROOT, 'bin', 'quote-batch.js');
+
+let built = false;
+/** Compiles `src/` to `dist/` once per test process when the CLI entry is missing. */
+export function ensureBuilt(): void {
+  if (built || existsSync(join(REPO_ROOT, 'dist', 'cli.js'))) {
+    built = true;
+    return;
+  }
+  const result = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+  });
+  if (result.status !== 0) throw new Error(`build failed:\n${result.stdout}${result.stderr}`);
+  built = true;
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  /** Kill the process after this many ms (the test then fails on the code). */
+  timeoutMs?: number;
+}
+
+/** Environment for a CLI process: no inherited key, no colour. */
+export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
+  delete env.QUOTE_BATCH_API_KEY;
+  delete env.QUOTE_BATCH_UAT_URL;
+  delete env.QUOTE_BATCH_PRODUCTION_URL;
+  delete env.QUOTE_BATCH_SANDBOX_URL;
+  for (const [k, v] of Object.entries(extra)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+/** Starts the CLI and returns the child plus a promise of its result. */
+export function startCli(args: readonly string[], options: CliOptions = {}): { child: ChildProcess; done: Promise<CliResult> } {
+  ensureBuilt();
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: cliEnv(options.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
+  const done = new Promise<CliResult>((resolveDone) => {
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolveDone({ code, signal, stdout, stderr });
+    });
+  });
+  return { child, done };
+}
+
+export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
+  return startCli(args, options).done;
+}

@@ -1,0 +1,217 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openInput } from '../../src/input/index.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+import { collect, fixture, readAll, summarize } from './_helpers.js';
+
+describe('CSV reader', () => {
+  it('reads a plain file: header columns, one object per row, row and line numbers', async () => {
+    const { columns, items } = await readAll(fixture('basic.csv'));
+    expect(columns).toEqual(['id', 'first_name', 'last_name', 'state']);
+    expect(items).toEqual([
+      { kind: 'record', rowNumber: 1, line: 2, record: { id: '1', first_name: 'Ada', last_name: 'Testperson', state: 'TX' } },
+      { kind: 'record', rowNumber: 2, line: 3, record: { id: '2', first_name: 'Bob', last_name: 'Sampleman', state: 'CA' } },
+    ]);
+  });
+
+  it('drops a UTF-8 BOM from the first column name', async () => {
+    const { columns, items } = await readAll(fixture('bom.csv'));
+    expect(columns).toEqual(['id', 'first_name']);
+    expect(summarize(items)).toEqual([[1, 2, { id: '1', first_name: 'Ada' }]]);
+  });
+
+  it('reads CRLF line ends, keeps a CRLF inside quotes and counts it as one line', async () => {
+    const { items } = await readAll(fixture('crlf.csv'));
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', note: 'two\r\nlines' }],
+      [2, 4, { id: '2', note: 'plain' }],
+    ]);
+  });
+
+  it('reads quoted fields with embedded newlines and doubled quotes; line is where the record starts', async () => {
+    const { items } = await readAll(fixture('embedded-newline.csv'));
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', note: 'line one\nline two\nline three', state: 'TX' }],
+      [2, 5, { id: '2', note: 'say "hi"', state: 'CA' }],
+    ]);
+  });
+
+  it('takes the delimiter option', async () => {
+    const { columns, items } = await readAll(fixture('semicolon.csv'), { delimiter: ';' });
+    expect(columns).toEqual(['id', 'city', 'note']);
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', city: 'Springfield', note: 'a;b' }],
+      [2, 3, { id: '2', city: 'Shelbyville', note: 'c' }],
+    ]);
+  });
+
+  it('reads .tsv with a tab delimiter', async () => {
+    const reader = await openInput(fixture('tabs.tsv'));
+    expect(reader.format).toBe('tsv');
+    expect(summarize(await collect(reader))).toEqual([
+      [1, 2, { id: '1', city: 'Springfield' }],
+      [2, 3, { id: '2', city: 'Shelbyville' }],
+    ]);
+  });
+
+  it('makes each badly quoted record a row error and reads the next ones', async () => {
+    const { items } = await readAll(fixture('bad-quote.csv'));
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', name: 'Ada', state: 'TX' }],
+      [2, 3, expect.stringMatching(/^line 3: unexpected quote in field 2 \("name"\)/)],
+      [3, 4, expect.stringMatching(/^line 4: invalid closing quote in field 2 \("name"\)/)],
+      [4, 5, { id: '4', name: 'Dee', state: 'WA' }],
+    ]);
+  });
+
+  it('reports a quote never closed as one error at its line: the rest of the file is that record', async () => {
+    const { items } = await readAll(fixture('unclosed-quote.csv'));
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', name: 'Ada' }],
+      [2, 3, 'line 3: quote not closed: the record runs to the end of the file'],
+    ]);
+  });
+
+  it('makes a wrong field count a row error naming expected and actual counts', async () => {
+    const { items } = await readAll(fixture('wrong-field-count.csv'));
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', name: 'Ada', state: 'TX' }],
+      [2, 3, 'line 3: wrong number of fields (expected 3, got 2)'],
+      [3, 4, 'line 4: wrong number of fields (expected 3, got 4)'],
+      [4, 5, { id: '4', name: 'Dee', state: 'WA' }],
+    ]);
+  });
+
+  it('makes a record with invalid UTF-8 a row error, and passes a real U+FFFD through', async () => {
+    const { items } = await readAll(fixture('invalid-utf8.csv'));
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', name: 'Ada' }],
+      [2, 3, 'line 3: invalid UTF-8'],
+      [3, 4, { id: '3', name: 'Café' }],
+      [4, 5, { id: '4', name: '\uFFFD' }],
+    ]);
+  });
+
+  it('skips blank lines without numbering them', async () => {
+    const { items } = await readAll(fixture('blank-lines.csv'));
+    expect(summarize(items)).toEqual([
+      [1, 3, { id: '1', name: 'Ada' }],
+      [2, 6, { id: '2', name: 'Bob' }],
+    ]);
+  });
+
+  it('reads old Mac CR-only line ends, numbering lines by CR', async () => {
+    const { items } = await readAll(fixture('cr-only.csv'));
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', name: 'Ada' }],
+      [2, 3, { id: '2', name: 'B\rob' }],
+      [3, 5, { id: '3', name: 'Cy' }],
+    ]);
+  });
+
+  it('reads a header-only file as zero rows', async () => {
+    const { columns, items } = await readAll(fixture('header-only.csv'));
+    expect(columns).toEqual(['id', 'first_name', 'last_name']);
+    expect(items).toEqual([]);
+  });
+
+  it('refuses an empty file: there is no header', async () => {
+    await expect(openInput(fixture('empty.csv'))).rejects.toMatchObject({
+      code: 'E_INPUT',
+      message: expect.stringMatching(/empty\.csv is empty: a CSV file needs a header line/),
+    });
+  });
+
+  it('refuses a header naming a column twice', async () => {
+    await expect(openInput(fixture('duplicate-header.csv'))).rejects.toMatchObject({
+      code: 'E_INPUT',
+      message: expect.stringContaining('names column "id" twice (columns 1 and 3)'),
+    });
+  });
+
+  it('keeps a column named __proto__ as an ordinary key', async () => {
+    const { items } = await readAll(fixture('proto-column.csv'));
+    const item = items[0];
+    expect(item?.kind).toBe('record');
+    const record = item?.kind === 'record' ? item.record : {};
+    expect(Object.keys(record)).toEqual(['id', '__proto__', 'constructor']);
+    expect(Object.getOwnPropertyDescriptor(record, '__proto__')?.value).toBe('x');
+    expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
+  });
+});
+
+describe('CSV reader limits', () => {
+  let temp: ReturnType<typeof makeTempDir>;
+  beforeEach(() => {
+    temp = makeTempDir('quote-batch-input-');
+  });
+  afterEach(() => temp.cleanup());
+
+  it('makes an over-long record a row error and resumes at the next line without holding it', async () => {
+    const path = temp.path('overlong.csv');
+    // A 3 MiB line between good ones, read with a 64 KiB limit.
+    writeFileSync(path, `id,name\n1,Ada\n2,${'x'.repeat(3 * 1024 * 1024)}\n3,Cy\n4,"short\nquoted"\n`);
+    const { items } = await readAll(path, { maxRecordBytes: 64 * 1024 });
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', name: 'Ada' }],
+      [2, 3, 'line 3: record longer than 65536 bytes'],
+      [3, 4, { id: '3', name: 'Cy' }],
+      [4, 5, { id: '4', name: 'short\nquoted' }],
+    ]);
+  });
+
+  it('makes a record just over the limit an error, and one at the limit a record', async () => {
+    const path = temp.path('at-limit.csv');
+    // "1,abcdef\n" is 9 bytes; "2,abcdefg\n" is 10.
+    writeFileSync(path, 'id,v\n1,abcdef\n2,abcdefg\n3,x\n');
+    const { items } = await readAll(path, { maxRecordBytes: 9 });
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', v: 'abcdef' }],
+      [2, 3, 'line 3: record longer than 9 bytes'],
+      [3, 4, { id: '3', v: 'x' }],
+    ]);
+  });
+
+  it('bounds a runaway quote by the size limit, reports it at its line, and keeps reading', async () => {
+    const path = temp.path('runaway.csv');
+    const swallowed = Array.from({ length: 40_000 }, (_, i) => `${i + 10},filler`).join('\n');
+    writeFileSync(path, `id,name\n1,"never closed\n${swallowed}\n`);
+    const reader = await openInput(path, { maxRecordBytes: 1024 });
+    const items = await collect(reader);
+    expect(items[0]).toMatchObject({ kind: 'error', rowNumber: 1, line: 2, message: 'line 2: record longer than 1024 bytes' });
+    // Reading resumed on a later line: the remaining lines are rows again, numbered on.
+    const rest = items.slice(1);
+    expect(rest.length).toBeGreaterThan(1000);
+    expect(rest.every((item) => item.kind === 'record')).toBe(true);
+    expect(rest.map((item) => item.rowNumber)).toEqual(rest.map((_, i) => i + 2));
+    const last = items.at(-1);
+    expect(last).toMatchObject({ line: 40_002, record: { id: '40009', name: 'filler' } });
+  });
+
+  it('refuses a header longer than the limit', async () => {
+    const path = temp.path('long-header.csv');
+    writeFileSync(path, `${'h'.repeat(5000)},b\n1,2\n`);
+    await expect(openInput(path, { maxRecordBytes: 1000 })).rejects.toMatchObject({
+      code: 'E_INPUT',
+      message: expect.stringContaining('longer than 1000 bytes'),
+    });
+  });
+
+  it('reads a 10,000-column file', async () => {
+    const path = temp.path('wide.csv');
+    const header = Array.from({ length: 10_000 }, (_, i) => `c${i}`).join(',');
+    const row = Array.from({ length: 10_000 }, (_, i) => String(i)).join(',');
+    writeFileSync(path, `${header}\n${row}\n${row},extra\n`);
+    const { columns, items } = await readAll(path);
+    expect(columns).toHaveLength(10_000);
+    expect(items).toHaveLength(2);
+    expect(items[0]?.kind === 'record' && items[0].record['c9999']).toBe('9999');
+    expect(items[1]).toMatchObject({ kind: 'error', message: 'line 3: wrong number of fields (expected 10000, got 10001)' });
+  });
+
+  it('reads a directory named like a CSV file as an error', async () => {
+    const path = temp.path('folder.csv');
+    mkdirSync(path);
+    await expect(openInput(path)).rejects.toMatchObject({ code: 'E_INPUT', message: expect.stringContaining('it is a directory') });
+  });
+});

@@ -1,0 +1,99 @@
+import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Ledger, SCHEMA_VERSION } from '../../src/ledger/index.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+
+const identity = { inputSha256: 'a'.repeat(64), mappingSha256: 'b'.repeat(64), environment: 'sandbox', operation: 'quote' } as const;
+const newJob = {
+  input_path: '/tmp/in.csv', input_sha256: identity.inputSha256, input_format: 'csv', mapping_path: 'm.yaml',
+  mapping_sha256: identity.mappingSha256, environment: 'sandbox', operation: 'quote', base_url: 'http://127.0.0.1:1',
+} as const;
+
+describe('ledger', () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  beforeEach(() => {
+    tmp = makeTempDir();
+  });
+  afterEach(() => tmp.cleanup());
+
+  it('creates the file and its WAL companions with mode 0600, in WAL mode', () => {
+    const path = tmp.path('l.db');
+    const ledger = Ledger.open(path);
+    const job = ledger.createJob(newJob);
+    ledger.startRun(job.id, '{}', 'test');
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
+    expect(statSync(`${path}-shm`).mode & 0o777).toBe(0o600);
+    expect(ledger.db.pragma('journal_mode', { simple: true })).toBe('wal');
+    ledger.close();
+  });
+
+  it('refuses a ledger from a newer version and migrates nothing in it', () => {
+    const path = tmp.path('newer.db');
+    const db = new Database(path);
+    db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    db.close();
+    expect(() => Ledger.open(path)).toThrow(/newer than this quote-batch understands/);
+  });
+
+  it('finds the unfinished job of an identity and not a completed one', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const job = ledger.createJob(newJob);
+    expect(ledger.findJob(identity, 'unfinished')?.id).toBe(job.id);
+    ledger.setJobStatus(job.id, 'completed');
+    expect(ledger.findJob(identity, 'unfinished')).toBeUndefined();
+    expect(ledger.findJob(identity, 'completed')?.id).toBe(job.id);
+    expect(ledger.findJob({ ...identity, operation: 'lead' }, 'completed')).toBeUndefined();
+    ledger.close();
+  });
+
+  it('marks a dead run crashed and turns its in_flight rows into in_doubt', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const job = ledger.createJob(newJob);
+    const { run } = ledger.startRun(job.id, '{}', 'test');
+    ledger.insertRows(job.id, [
+      { rowNumber: 1, rowKey: 'k1', agentEmail: null, state: 'pending' },
+      { rowNumber: 2, rowKey: 'k2', agentEmail: null, state: 'pending' },
+    ]);
+    ledger.markInFlight(job.id, 2, null, null);
+    // Pretend the run belonged to a process that no longer exists.
+    ledger.db.prepare('UPDATE runs SET pid = 2147483646 WHERE id = ?').run(run.id);
+    const second = ledger.startRun(job.id, '{}', 'test');
+    expect(second.crashedRuns).toBe(1);
+    expect(second.newlyInDoubt).toBe(1);
+    expect(ledger.countsByState(job.id)).toMatchObject({ pending: 1, in_doubt: 1, in_flight: 0 });
+    expect(ledger.runsOf(job.id).map((r) => r.status)).toEqual(['crashed', 'running']);
+    ledger.close();
+  });
+
+  it('refuses a second live process on the same job', async () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const job = ledger.createJob(newJob);
+    const { run } = ledger.startRun(job.id, '{}', 'test');
+    const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
+    try {
+      ledger.db.prepare('UPDATE runs SET pid = ? WHERE id = ?').run(sleeper.pid, run.id);
+      expect(() => ledger.startRun(job.id, '{}', 'test')).toThrow(/being run by another process/);
+    } finally {
+      sleeper.kill('SIGKILL');
+      ledger.close();
+    }
+  });
+
+  it('keeps one byte per row for resume and reports states by number', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const job = ledger.createJob(newJob);
+    ledger.insertRows(job.id, [
+      { rowNumber: 1, rowKey: 'a', agentEmail: null, state: 'invalid' },
+      { rowNumber: 3, rowKey: 'b', agentEmail: null, state: 'pending' },
+    ]);
+    const states = ledger.rowStates(job.id);
+    expect(states.length).toBe(4);
+    expect([states[1], states[2], states[3]]).toEqual([6, 0, 1]); // invalid is ROW_STATES[5], pending [0]
+    expect(ledger.hasRowKey(job.id, 'b')).toBe(true);
+    expect(ledger.hasRowKey(job.id, 'a')).toBe(false); // an invalid row's key does not make later rows duplicates
+    ledger.close();
+  });
+});

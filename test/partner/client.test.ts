@@ -1,0 +1,362 @@
+/**
+ * The partner client over real loopback HTTP against the sandbox, with its faults switched on.
+ * Timing assertions are lower bounds only (a wait is never shorter than asked), which a slow
+ * machine cannot break.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSandbox, type SandboxHandle } from '../../src/sandbox/index.js';
+import {
+  createPartnerClient,
+  type CallOutcome,
+  type PartnerClient,
+  type PartnerClientOptions,
+} from '../../src/partner/index.js';
+import { findClosedPort, startScriptedServer } from './_scripted-server.js';
+
+const CANARY = 'canary-key-7f3a9';
+const fixture = (name: string): Record<string, unknown> =>
+  JSON.parse(readFileSync(new URL(`../fixtures/partner/${name}.json`, import.meta.url), 'utf8')) as Record<string, unknown>;
+const VALID_QUOTE = fixture('valid-quote');
+const STATE_AK = fixture('state-not-supported');
+
+/** Everything the client handed back in this file, searched for the canary at the end. */
+const seen: unknown[] = [];
+const clients: PartnerClient[] = [];
+let sandbox: SandboxHandle;
+
+function makeClient(options: Partial<PartnerClientOptions> = {}): PartnerClient {
+  const client = createPartnerClient({
+    baseUrl: sandbox.url,
+    apiKey: CANARY,
+    backoffBaseMs: 5,
+    backoffCapMs: 20,
+    breakerCooldownMs: 20,
+    timeoutMs: 5000,
+    ...options,
+  });
+  clients.push(client);
+  return client;
+}
+
+function keep<T>(outcome: CallOutcome<T>): CallOutcome<T> {
+  seen.push(outcome);
+  return outcome;
+}
+
+function quoteWithKey(clickId: string): Record<string, unknown> {
+  return { ...VALID_QUOTE, tracking: { click_id: clickId } };
+}
+
+beforeAll(async () => {
+  sandbox = await startSandbox({
+    port: 0,
+    apiKey: CANARY,
+    seed: 7,
+    agents: [
+      { email: 'valid.agent@example.test', agentId: 'xyz-100000001', eligible: true },
+      { email: 'ineligible.agent@example.test', agentId: 'xyz-100000002', eligible: false },
+    ],
+  });
+});
+
+beforeEach(() => {
+  sandbox.setFaults({
+    failRate: 0, throttleRate: 0, resetBeforeRate: 0, resetAfterRate: 0, hangRate: 0, outage: false, rpsCap: 0,
+    upstreamErrorRate: 0, retryAfterSeconds: 1, retryAfterFormat: 'seconds', latencyMs: 0, jitterMs: 0,
+  });
+  sandbox.reset();
+});
+
+afterEach(() => {
+  for (const client of clients.splice(0)) client.close();
+});
+
+afterAll(async () => {
+  await sandbox.close();
+});
+
+describe('answers', () => {
+  it('2xx → ok, parsed with the response schema', async () => {
+    const outcome = keep(await makeClient().submit('quote', VALID_QUOTE));
+    expect(outcome.kind).toBe('ok');
+    expect(outcome.httpStatus).toBe(200);
+    expect(outcome.parsed?.quote?.quote_number).toMatch(/^[A-Z0-9]{15}$/);
+    expect(outcome.attempts).toHaveLength(1);
+    expect(outcome.attempts[0]).toMatchObject({ kind: 'quote', httpStatus: 200, errorCode: null, outcome: 'ok' });
+    expect(outcome.message).toBe(`POST ${sandbox.url}/partner/v2/policy/quote: 200 OK (Processed successfully.)`);
+  });
+
+  it("400 → rejected with the partner's error_code and message, not retried", async () => {
+    const outcome = keep(await makeClient().submit('quote', STATE_AK));
+    expect(outcome).toMatchObject({ kind: 'rejected', httpStatus: 400, errorCode: 'state_not_supported' });
+    expect(outcome.message).toBe(
+      `POST ${sandbox.url}/partner/v2/policy/quote: 400 Bad Request (state_not_supported: State AK is not supported.)`,
+    );
+    expect(sandbox.stats().operations.quote.received).toBe(1);
+  });
+
+  it('403 → forbidden after exactly one attempt', async () => {
+    const client = createPartnerClient({ baseUrl: sandbox.url, apiKey: 'wrong-key' });
+    clients.push(client);
+    const outcome = keep(await client.submit('lead', VALID_QUOTE));
+    expect(outcome).toMatchObject({ kind: 'forbidden', httpStatus: 403, errorCode: 'forbidden' });
+    expect(outcome.attempts).toHaveLength(1);
+    expect(sandbox.stats().operations.lead.received).toBe(1);
+    const validate = keep(await client.validateAgent('valid.agent@example.test'));
+    expect(validate.kind).toBe('forbidden');
+    expect(sandbox.stats().operations.validate.received).toBe(1);
+  });
+
+  it('agent validation: valid, not eligible, malformed e-mail', async () => {
+    const client = makeClient();
+    const valid = keep(await client.validateAgent('valid.agent@example.test'));
+    expect(valid.kind).toBe('ok');
+    expect(valid.parsed?.data).toEqual({ is_valid: true, agent_id: 'xyz-100000001' });
+    const ineligible = keep(await client.validateAgent('ineligible.agent@example.test'));
+    expect(ineligible.parsed?.data?.is_valid).toBe(false);
+    expect(ineligible.parsed?.message).toBe('The specified user_type does not match the account.');
+    const malformed = keep(await client.validateAgent('not-an-email'));
+    expect(malformed).toMatchObject({ kind: 'rejected', httpStatus: 400 });
+  });
+});
+
+describe('retries', () => {
+  it('500/503 faults are retried and every attempt is counted', async () => {
+    sandbox.setFaults({ failRate: 0.5 });
+    const client = makeClient({ maxAttempts: 20 });
+    let attemptsSeen = 0;
+    for (let i = 0; i < 12; i += 1) {
+      const outcome = keep(await client.submit('quote', quoteWithKey(`click-fail-${i}`), { onAttempt: () => { attemptsSeen += 1; } }));
+      expect(outcome.kind).toBe('ok');
+      expect(outcome.attempts.slice(0, -1).every((a) => a.outcome === 'retryable' && [500, 503].includes(a.httpStatus ?? 0))).toBe(true);
+    }
+    const stats = sandbox.stats();
+    const injected = stats.faults.failed500 + stats.faults.failed503;
+    expect(injected).toBeGreaterThan(0);
+    expect(stats.operations.quote.received).toBe(attemptsSeen);
+    expect(attemptsSeen).toBe(12 + injected);
+    expect(stats.duplicateLeads).toEqual([]);
+  });
+
+  it('attempts used up → retryable with the last status', async () => {
+    sandbox.setFaults({ failRate: 1 });
+    const outcome = keep(await makeClient({ maxAttempts: 3 }).submit('quote', VALID_QUOTE));
+    expect(outcome.kind).toBe('retryable');
+    expect([500, 503]).toContain(outcome.httpStatus);
+    expect(outcome.attempts).toHaveLength(3);
+    expect(outcome.message).toMatch(/; 3 attempts$/);
+    expect(sandbox.stats().operations.quote.received).toBe(3);
+  });
+
+  it('502 and 504 are retried; 501 on a write is in_doubt; a non-JSON body is kept as text', async () => {
+    const server = await startScriptedServer([
+      { status: 502, body: '<html>Bad gateway</html>', headers: { 'content-type': 'text/html' } },
+      { status: 504, body: '' },
+      { status: 501, body: 'Not Implemented' },
+    ]);
+    try {
+      const client = createPartnerClient({ baseUrl: server.url, apiKey: CANARY, backoffBaseMs: 1, backoffCapMs: 5 });
+      clients.push(client);
+      const outcome = keep(await client.submit('quote', VALID_QUOTE));
+      expect(outcome.attempts.map((a) => [a.httpStatus, a.outcome])).toEqual([
+        [502, 'retryable'], [504, 'retryable'], [501, 'in_doubt'],
+      ]);
+      expect(outcome).toMatchObject({ kind: 'in_doubt', httpStatus: 501, body: 'Not Implemented', errorCode: 'http_501' });
+      expect(server.requests).toHaveLength(3);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a redirect is not followed: rejected as unexpected_redirect', async () => {
+    const server = await startScriptedServer([{ status: 302, headers: { location: 'http://127.0.0.1:9/elsewhere' } }]);
+    try {
+      const client = createPartnerClient({ baseUrl: server.url, apiKey: CANARY });
+      clients.push(client);
+      const outcome = keep(await client.submit('quote', VALID_QUOTE));
+      expect(outcome).toMatchObject({ kind: 'rejected', httpStatus: 302, errorCode: 'unexpected_redirect' });
+      expect(server.requests).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('connection refused → retried, then retryable', async () => {
+    const port = await findClosedPort();
+    const client = createPartnerClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: CANARY, maxAttempts: 3, backoffBaseMs: 1 });
+    clients.push(client);
+    const outcome = keep(await client.submit('quote', VALID_QUOTE));
+    expect(outcome).toMatchObject({ kind: 'retryable', httpStatus: null, errorCode: 'ECONNREFUSED' });
+    expect(outcome.attempts.map((a) => a.errorCode)).toEqual(['ECONNREFUSED', 'ECONNREFUSED', 'ECONNREFUSED']);
+  });
+
+  it('a reset after the body was sent → in_doubt, exactly one request seen, not resent', async () => {
+    sandbox.setFaults({ resetAfterRate: 1 });
+    const outcome = keep(await makeClient().submit('quote', quoteWithKey('click-reset-after')));
+    expect(outcome).toMatchObject({ kind: 'in_doubt', httpStatus: null, errorCode: 'ECONNRESET' });
+    expect(outcome.attempts).toHaveLength(1);
+    expect(outcome.message).toContain('the partner may have processed it');
+    const stats = sandbox.stats();
+    expect(stats.operations.quote.received).toBe(1);
+    expect(stats.leads['click-reset-after']).toEqual({ received: 1, processed: 1 });
+  });
+
+  it('a reset before processing is still in_doubt for a write (the body had left), retried for a read', async () => {
+    sandbox.setFaults({ resetBeforeRate: 1 });
+    const client = makeClient({ maxAttempts: 3 });
+    const write = keep(await client.submit('lead', quoteWithKey('click-reset-before')));
+    expect(write.kind).toBe('in_doubt');
+    expect(sandbox.stats().operations.lead.received).toBe(1);
+    const read = keep(await client.validateAgent('valid.agent@example.test'));
+    expect(read).toMatchObject({ kind: 'retryable', errorCode: 'ECONNRESET' });
+    expect(read.attempts).toHaveLength(3);
+    expect(sandbox.stats().operations.validate.received).toBe(3);
+  });
+
+  it('a hang → the time-out fires → in_doubt for a write, retried for a read', async () => {
+    sandbox.setFaults({ hangRate: 1 });
+    const client = makeClient({ timeoutMs: 800, maxAttempts: 2 });
+    const write = keep(await client.submit('quote', quoteWithKey('click-hang')));
+    expect(write).toMatchObject({ kind: 'in_doubt', errorCode: 'ETIMEDOUT' });
+    expect(write.message).toMatch(/time-out in the '(response|request)' phase/);
+    expect(write.attempts).toHaveLength(1);
+    expect(sandbox.stats().operations.quote.received).toBe(1);
+    const read = keep(await client.validateAgent('valid.agent@example.test'));
+    expect(read).toMatchObject({ kind: 'retryable', errorCode: 'ETIMEDOUT' });
+    expect(sandbox.stats().operations.validate.received).toBe(2);
+  });
+});
+
+describe('Retry-After and the shared pause', () => {
+  it.each(['seconds', 'http-date'] as const)('honours Retry-After in %s form', async (format) => {
+    sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 1, retryAfterFormat: format });
+    const sentAt: number[] = [];
+    const outcome = keep(
+      await makeClient().submit('quote', VALID_QUOTE, {
+        beforeSend: () => sentAt.push(performance.now()),
+        onAttempt: () => sandbox.setFaults({ throttleRate: 0 }),
+      }),
+    );
+    expect(outcome.kind).toBe('ok');
+    expect(outcome.attempts.map((a) => a.httpStatus)).toEqual([429, 200]);
+    expect(outcome.attempts[0]?.errorCode).toBe('rate_limited');
+    // Lower bound only; 5 ms of slack for wall clock (HTTP-date) vs monotonic clock.
+    expect((sentAt[1] ?? 0) - (sentAt[0] ?? 0)).toBeGreaterThanOrEqual(995);
+  });
+
+  it('a 429 pauses the other calls too, not only the one that got it', async () => {
+    sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 1 });
+    const client = makeClient();
+    let throttledAt = 0;
+    let other: Promise<CallOutcome> | undefined;
+    let otherSentAt = 0;
+    const first = client.submit('quote', VALID_QUOTE, {
+      onAttempt: (attempt) => {
+        if (attempt.httpStatus !== 429 || other !== undefined) return;
+        throttledAt = performance.now();
+        sandbox.setFaults({ throttleRate: 0 });
+        other = client.submit('quote', quoteWithKey('click-other'), { beforeSend: () => { otherSentAt = performance.now(); } });
+      },
+    });
+    keep(await first);
+    expect(other).toBeDefined();
+    const second = keep(await (other as unknown as Promise<CallOutcome>));
+    expect(second.kind).toBe('ok');
+    expect(second.attempts).toHaveLength(1);
+    expect(otherSentAt - throttledAt).toBeGreaterThanOrEqual(990);
+  });
+
+  it('a Retry-After beyond the cap ends the call at once as retryable', async () => {
+    sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 600 });
+    const outcome = keep(await makeClient({ retryAfterCapMs: 60_000 }).submit('quote', VALID_QUOTE));
+    expect(outcome).toMatchObject({ kind: 'retryable', httpStatus: 429 });
+    expect(outcome.attempts).toHaveLength(1);
+    expect(outcome.message).toContain('Retry-After 600 s exceeds the 60 s cap');
+  });
+
+  it('an abort while waiting returns retryable/aborted without sending again', async () => {
+    sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 30 });
+    const controller = new AbortController();
+    const outcome = keep(
+      await makeClient().submit('quote', VALID_QUOTE, { signal: controller.signal, onAttempt: () => controller.abort() }),
+    );
+    expect(outcome).toMatchObject({ kind: 'retryable', errorCode: 'aborted', httpStatus: 429 });
+    expect(outcome.attempts).toHaveLength(1);
+    expect(sandbox.stats().operations.quote.received).toBe(1);
+  });
+});
+
+describe('rate cap and circuit breaker', () => {
+  it('--rate spaces attempts across concurrent calls', async () => {
+    const client = makeClient({ rate: 20 });
+    const sentAt: number[] = [];
+    const outcomes = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        client.submit('quote', quoteWithKey(`click-rate-${i}`), { beforeSend: () => sentAt.push(performance.now()) }),
+      ),
+    );
+    outcomes.forEach(keep);
+    expect(outcomes.every((o) => o.kind === 'ok')).toBe(true);
+    // 6 slots at 50 ms intervals: the last leaves at least 250 ms after the first.
+    expect(Math.max(...sentAt) - Math.min(...sentAt)).toBeGreaterThanOrEqual(245);
+  });
+
+  it('opens, probes, and halts at maxConsecutiveFailures; later calls are not sent', async () => {
+    sandbox.setFaults({ outage: true, retryAfterSeconds: 0 });
+    const client = makeClient({ maxAttempts: 10, breakerOpenAfter: 2, breakerCooldownMs: 20, maxConsecutiveFailures: 4 });
+    const states: string[] = [];
+    const outcome = keep(await client.submit('quote', VALID_QUOTE, { onAttempt: () => states.push(client.breakerState) }));
+    expect(states).toEqual(['closed', 'open', 'open', 'open']);
+    expect(outcome).toMatchObject({ kind: 'retryable', errorCode: 'circuit_open' });
+    expect(outcome.attempts).toHaveLength(4);
+    expect(outcome.message).toMatch(/: 503 Service Unavailable \(service_unavailable: .*\); not retried: the circuit breaker halted .*; 4 attempts$/);
+    expect(client.halted).toBe(true);
+    expect(sandbox.stats().operations.quote.received).toBe(4);
+
+    const later = keep(await client.validateAgent('valid.agent@example.test'));
+    expect(later).toMatchObject({ kind: 'retryable', errorCode: 'circuit_open', attempts: [], httpStatus: null });
+    expect(later.message).toMatch(/\/account\/v1\/agent\/validate: not sent: the circuit breaker halted/);
+    expect(sandbox.stats().operations.validate.received).toBe(0);
+  });
+
+  it('a successful probe closes it again', async () => {
+    sandbox.setFaults({ outage: true, retryAfterSeconds: 0 });
+    const client = makeClient({ maxAttempts: 10, breakerOpenAfter: 2, breakerCooldownMs: 20, maxConsecutiveFailures: 50 });
+    const outcome = keep(
+      await client.submit('quote', VALID_QUOTE, {
+        onAttempt: () => {
+          if (client.breakerState === 'open') sandbox.setFaults({ outage: false });
+        },
+      }),
+    );
+    expect(outcome.kind).toBe('ok');
+    expect(outcome.attempts.map((a) => a.httpStatus)).toEqual([503, 503, 200]);
+    expect(client.breakerState).toBe('closed');
+    expect(client.halted).toBe(false);
+  });
+});
+
+describe('the API key', () => {
+  it('a partner that echoes the key does not make the client return it', async () => {
+    const server = await startScriptedServer([
+      (headers) => ({ status: 400, body: JSON.stringify({ message: `bad key ${String(headers['x-api-key'])}`, error_code: 'x' }) }),
+    ]);
+    try {
+      const client = createPartnerClient({ baseUrl: server.url, apiKey: CANARY });
+      clients.push(client);
+      const outcome = keep(await client.submit('quote', VALID_QUOTE));
+      expect(server.requests[0]?.['x-api-key']).toBe(CANARY);
+      expect(outcome.message).toContain('bad key [redacted]');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('appears in no outcome, message or attempt of this file', () => {
+    expect(seen.length).toBeGreaterThan(20);
+    const text = JSON.stringify(seen);
+    expect(text).toContain('attempts');
+    expect(text).not.toContain(CANARY);
+  });
+});

@@ -1,0 +1,237 @@
+/**
+ * The main job end to end: the real CLI process, the sandbox over loopback HTTP, real ledger files.
+ */
+import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { SandboxHandle } from '../../src/sandbox/index.js';
+import { ensureBuilt, runCli, startCli } from '../helpers/cli.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+import {
+  countState, copyInto, FIXTURES, KEY, ledgerBytes, MAPPING_CSV, readLedger, SAMPLE_CSV, startTestSandbox, waitFor,
+} from './_setup.js';
+
+const FINAL = ['succeeded', 'rejected', 'agent_invalid', 'invalid', 'duplicate'];
+
+describe('run', () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  let sandbox: SandboxHandle;
+
+  beforeAll(() => ensureBuilt());
+  beforeEach(async () => {
+    tmp = makeTempDir();
+    sandbox = await startTestSandbox();
+  });
+  afterEach(async () => {
+    await sandbox.close();
+    tmp.cleanup();
+  });
+
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    runCli(['run', SAMPLE_CSV, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', tmp.path('l.db'), '--quiet', ...args], {
+      cwd: tmp.dir,
+      env: { QUOTE_BATCH_API_KEY: KEY, ...env },
+    });
+
+  it('records every sample row in one state, matching the summary and check', async () => {
+    const result = await run([]);
+    expect(result.stderr).not.toMatch(/internal error/);
+    expect(result.code).toBe(1); // the samples hold rows to fix
+    const ledger = readLedger(tmp.path('l.db'));
+    expect(ledger.rows).toHaveLength(200);
+    for (const row of ledger.rows) expect(FINAL).toContain(row.state);
+    // The summary prints the same counts as the ledger.
+    for (const [state, n] of Object.entries(ledger.states)) {
+      expect(result.stdout).toMatch(new RegExp(`\\b${state}\\s+${n}\\b`));
+    }
+    // The deliberately special sample rows (samples/README.md) end exactly where they should.
+    const rowsIn = (state: string) => ledger.rows.filter((r) => r.state === state).map((r) => r.row_number);
+    expect(rowsIn('invalid')).toEqual([17, 31, 48, 64, 79, 93, 112, 127, 140]);
+    expect(rowsIn('rejected')).toEqual([23, 57, 86, 101, 150]);
+    expect(rowsIn('duplicate')).toEqual([160, 175]);
+    expect(rowsIn('agent_invalid')).toEqual([5, 9, 66, 71, 133, 144, 188, 190]);
+    expect(ledger.states.succeeded).toBe(176);
+    expect(ledger.jobs).toEqual([{ id: 1, status: 'completed', total_rows: 200 }]);
+    expect(ledger.integrity).toBe('ok');
+    // Agent validation: exactly one call per distinct e-mail among the rows that needed one.
+    const stats = sandbox.stats();
+    const emails = new Set(ledger.rows.filter((r) => r.state !== 'invalid' && r.state !== 'duplicate').map((r) => r.agent_email));
+    expect(stats.operations.validate.received).toBe(emails.size);
+    expect(stats.duplicateLeads).toEqual([]);
+    expect(statSync(tmp.path('l.db')).mode & 0o777).toBe(0o600);
+  });
+
+  it('sends nothing when a completed job is run again, and starts a new job for a changed file', async () => {
+    expect((await run([])).code).toBe(1);
+    const quotes = sandbox.stats().operations.quote.received;
+    const again = await run([]);
+    expect(again.code).toBe(1);
+    expect(again.stderr + again.stdout).toMatch(/already completed/);
+    expect(sandbox.stats().operations.quote.received).toBe(quotes);
+
+    const changed = copyInto(tmp.dir, SAMPLE_CSV, 'changed.csv');
+    writeFileSync(changed, readFileSync(changed, 'utf8').replace('Columbus', 'Cleveland'));
+    const other = await runCli(['run', changed, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', tmp.path('l.db'), '--quiet'], {
+      cwd: tmp.dir,
+      env: { QUOTE_BATCH_API_KEY: KEY },
+    });
+    expect(other.code).toBe(1);
+    expect(readLedger(tmp.path('l.db')).jobs.map((j) => j.id)).toEqual([1, 2]);
+  });
+
+  it('halts on 403 without sending a quote, and never prints the key', async () => {
+    const canary = 'canary-key-Zq81x';
+    const result = await run([], { QUOTE_BATCH_API_KEY: canary });
+    expect(result.code).toBe(3);
+    expect(result.stdout + result.stderr).toMatch(/403/);
+    expect(result.stdout + result.stderr).not.toContain(canary);
+    expect(sandbox.stats().operations.quote.received).toBe(0);
+    const ledger = readLedger(tmp.path('l.db'));
+    expect(ledger.runs.at(-1)?.status).toBe('halted');
+    expect(ledger.states.succeeded ?? 0).toBe(0);
+    expect(ledgerBytes(tmp.path('l.db'))).not.toContain(canary);
+  });
+
+  it('keeps the key and a licence id out of logs, errors and the ledger', async () => {
+    const canaryKey = 'canary-key-Pw93k';
+    const keyFile = tmp.path('key.txt');
+    writeFileSync(keyFile, `${canaryKey}\n`);
+    chmodSync(keyFile, 0o600);
+    await sandbox.close();
+    sandbox = await startTestSandbox({ apiKey: canaryKey });
+    const result = await runCli(
+      ['run', `${FIXTURES}/canary.csv`, '--mapping', `${FIXTURES}/canary.yaml`, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', tmp.path('c.db'), '--api-key-file', keyFile, '--json-log'],
+      { cwd: tmp.dir },
+    );
+    expect(result.code).toBe(0);
+    expect(readLedger(tmp.path('c.db')).states).toEqual({ succeeded: 3 });
+    const everything = result.stdout + result.stderr + ledgerBytes(tmp.path('c.db'));
+    expect(everything).not.toContain(canaryKey);
+    expect(everything).not.toContain('CANARYLIC77');
+    expect(everything).not.toContain('Canaryson');
+    // With --store-requests full the body is kept as sent (the operator asked for it).
+    const full = await runCli(
+      ['run', `${FIXTURES}/canary.csv`, '--mapping', `${FIXTURES}/canary.yaml`, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', tmp.path('f.db'), '--api-key-file', keyFile, '--quiet', '--store-requests', 'full'],
+      { cwd: tmp.dir },
+    );
+    expect(full.code).toBe(0);
+    expect(ledgerBytes(tmp.path('f.db'))).toContain('CANARYLIC7731');
+    expect(ledgerBytes(tmp.path('f.db'))).not.toContain(canaryKey);
+  });
+
+  it('trips the circuit breaker in an outage, leaves rows retryable, and completes once it is over', async () => {
+    sandbox.setFaults({ outage: true });
+    const down = await run(['--max-consecutive-failures', '6', '--max-attempts', '2']);
+    expect(down.code).toBe(3);
+    expect(down.stdout + down.stderr).toMatch(/circuit breaker/);
+    let ledger = readLedger(tmp.path('l.db'));
+    expect(ledger.states.succeeded ?? 0).toBe(0);
+    expect(ledger.states.in_doubt ?? 0).toBe(0);
+    expect(ledger.runs.at(-1)?.status).toBe('halted');
+    sandbox.setFaults({ outage: false });
+    const up = await run([]);
+    expect(up.code).toBe(1);
+    ledger = readLedger(tmp.path('l.db'));
+    expect(ledger.rows).toHaveLength(200);
+    for (const row of ledger.rows) expect(FINAL).toContain(row.state);
+    expect(sandbox.stats().duplicateLeads).toEqual([]);
+  });
+
+  it('marks rows in_doubt when the answer is lost, and resends them only with --resend-in-doubt', async () => {
+    sandbox.setFaults({ resetAfterRate: 0.1 });
+    const first = await run([]);
+    expect(first.code).toBe(3);
+    const inDoubt = readLedger(tmp.path('l.db')).states.in_doubt ?? 0;
+    expect(inDoubt).toBeGreaterThan(0);
+    expect(first.stdout).toMatch(/in doubt/);
+    sandbox.setFaults({ resetAfterRate: 0 });
+    const quotes = sandbox.stats().operations.quote.received;
+    const second = await run([]);
+    expect(second.code).toBe(3);
+    expect(sandbox.stats().operations.quote.received).toBe(quotes); // nothing resent blindly
+    expect(readLedger(tmp.path('l.db')).states.in_doubt).toBe(inDoubt);
+    const third = await run(['--resend-in-doubt']);
+    expect(third.code).toBe(1);
+    expect(sandbox.stats().operations.quote.received).toBe(quotes + inDoubt);
+    expect(readLedger(tmp.path('l.db')).states.in_doubt ?? 0).toBe(0);
+  });
+
+  it('stops on SIGINT, records the run as interrupted, and resumes to completion without duplicates', async () => {
+    sandbox.setFaults({ latencyMs: 40 });
+    const ledgerPath = tmp.path('l.db');
+    const { child, done } = startCli(
+      ['run', SAMPLE_CSV, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledgerPath, '--quiet', '--concurrency', '4'],
+      { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } },
+    );
+    await waitFor(() => countState(ledgerPath, 'succeeded') >= 20);
+    child.kill('SIGINT');
+    const stopped = await done;
+    expect(stopped.code).toBe(3);
+    let ledger = readLedger(ledgerPath);
+    expect(ledger.runs.at(-1)?.status).toBe('interrupted');
+    expect(ledger.jobs[0]?.status).toBe('interrupted');
+    expect(ledger.states.in_flight ?? 0).toBe(0); // requests in flight were finished and recorded
+    expect(ledger.states.in_doubt ?? 0).toBe(0);
+    sandbox.setFaults({ latencyMs: 0 });
+    const resumed = await run([]);
+    expect(resumed.code).toBe(1);
+    ledger = readLedger(ledgerPath);
+    expect(ledger.rows).toHaveLength(200);
+    for (const row of ledger.rows) expect(FINAL).toContain(row.state);
+    expect(sandbox.stats().duplicateLeads).toEqual([]);
+  });
+
+  it('refuses a second process on the same job', async () => {
+    sandbox.setFaults({ latencyMs: 100 });
+    const ledgerPath = tmp.path('l.db');
+    const { child, done } = startCli(
+      ['run', SAMPLE_CSV, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledgerPath, '--quiet', '--concurrency', '2'],
+      { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } },
+    );
+    try {
+      await waitFor(() => countState(ledgerPath, 'succeeded') >= 2);
+      const second = await run([]);
+      expect(second.code).toBe(2);
+      expect(second.stderr).toMatch(/being run by another process/);
+    } finally {
+      child.kill('SIGKILL');
+      await done;
+    }
+  });
+});
+
+describe('run after SIGKILL', () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  let sandbox: SandboxHandle;
+  beforeAll(() => ensureBuilt());
+  beforeEach(async () => {
+    tmp = makeTempDir();
+    sandbox = await startTestSandbox({ faults: { latencyMs: 20, jitterMs: 20 } });
+  });
+  afterEach(async () => {
+    await sandbox.close();
+    tmp.cleanup();
+  });
+  afterAll(() => undefined);
+
+  it('resumes a killed run: one final state per row, no lead twice, in_doubt within the concurrency', async () => {
+    const ledgerPath = tmp.path('l.db');
+    const args = ['run', SAMPLE_CSV, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledgerPath, '--quiet', '--concurrency', '6'];
+    const opts = { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } };
+    const { child, done } = startCli(args, opts);
+    await waitFor(() => countState(ledgerPath, 'succeeded') >= 60);
+    child.kill('SIGKILL');
+    expect((await done).signal).toBe('SIGKILL');
+
+    const resumed = await runCli(args, opts);
+    expect([1, 3]).toContain(resumed.code);
+    const ledger = readLedger(ledgerPath);
+    expect(ledger.rows).toHaveLength(200);
+    expect(new Set(ledger.rows.map((r) => r.row_number)).size).toBe(200);
+    for (const row of ledger.rows) expect([...FINAL, 'in_doubt']).toContain(row.state);
+    expect(ledger.states.in_doubt ?? 0).toBeLessThanOrEqual(6);
+    expect(resumed.code).toBe((ledger.states.in_doubt ?? 0) > 0 ? 3 : 1);
+    expect(ledger.runs.map((r) => r.status)).toEqual(['crashed', 'completed']);
+    expect(sandbox.stats().duplicateLeads).toEqual([]);
+    expect(ledger.integrity).toBe('ok');
+  });
+});

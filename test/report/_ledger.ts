@@ -1,0 +1,181 @@
+/**
+ * Test ledgers for the report area: a real ledger file (created and migrated by `Ledger.open`) in
+ * its own temp directory, filled by plain SQL inserts so each fixture states its figures directly.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
+import { Ledger } from '../../src/ledger/index.js';
+
+export interface TempLedger {
+  dir: string;
+  path: string;
+  db: Database.Database;
+  /** Closes the writer connection (keeping the file) so read-only openers see a settled file. */
+  close(): void;
+  /** Closes and removes the temp directory. */
+  remove(): void;
+}
+
+export function createTempLedger(name = 'quote-batch.db'): TempLedger {
+  const dir = mkdtempSync(join(tmpdir(), 'qb-report-'));
+  const path = join(dir, name);
+  const ledger = Ledger.open(path);
+  return {
+    dir,
+    path,
+    db: ledger.db,
+    close: () => ledger.close(),
+    remove: () => {
+      ledger.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const statements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
+
+/** Prepares `sql` once per connection (fixtures insert thousands of rows). */
+function prepared(db: Database.Database, sql: string): Database.Statement {
+  let cache = statements.get(db);
+  if (cache === undefined) {
+    cache = new Map();
+    statements.set(db, cache);
+  }
+  let stmt = cache.get(sql);
+  if (stmt === undefined) {
+    stmt = db.prepare(sql);
+    cache.set(sql, stmt);
+  }
+  return stmt;
+}
+
+export interface JobInsert {
+  input_path?: string;
+  input_format?: string;
+  mapping_path?: string;
+  environment?: string;
+  operation?: string;
+  base_url?: string | null;
+  status: string;
+  total_rows?: number | null;
+  created_at: string;
+  finished_at?: string | null;
+}
+
+export function insertJob(db: Database.Database, job: JobInsert): number {
+  const info = prepared(db, 
+    `INSERT INTO jobs (input_path, input_sha256, input_format, mapping_path, mapping_sha256, environment, operation,
+       base_url, status, total_rows, created_at, finished_at)
+     VALUES (@input_path, @input_sha256, @input_format, @mapping_path, @mapping_sha256, @environment, @operation,
+       @base_url, @status, @total_rows, @created_at, @finished_at)`,
+  ).run({
+    input_path: 'samples/leads.csv',
+    input_format: 'csv',
+    mapping_path: 'mappings/example-csv.yaml',
+    environment: 'sandbox',
+    operation: 'quote',
+    base_url: 'http://127.0.0.1:4010',
+    total_rows: null,
+    finished_at: null,
+    ...job,
+    input_sha256: `in-${job.created_at}`,
+    mapping_sha256: 'map-sha',
+  });
+  return Number(info.lastInsertRowid);
+}
+
+export interface RunInsert {
+  job_id: number;
+  started_at: string;
+  finished_at?: string | null;
+  status: string;
+  heartbeat_at?: string | null;
+}
+
+export function insertRun(db: Database.Database, run: RunInsert): number {
+  const info = prepared(db, 
+    `INSERT INTO runs (job_id, started_at, finished_at, status, options_json, tool_version, pid, hostname, heartbeat_at)
+     VALUES (@job_id, @started_at, @finished_at, @status, '{}', '0.1.0', NULL, 'test-host', @heartbeat_at)`,
+  ).run({ finished_at: null, heartbeat_at: null, ...run });
+  return Number(info.lastInsertRowid);
+}
+
+export interface RowInsert {
+  job_id: number;
+  row_number: number;
+  row_key?: string | null;
+  agent_email?: string | null;
+  agent_id?: string | null;
+  state: string;
+  attempts?: number;
+  http_status?: number | null;
+  error_code?: string | null;
+  error_message?: string | null;
+  transaction_id?: string | null;
+  quote_number?: string | null;
+  total_premium?: number | null;
+  request_json?: string | null;
+  updated_at: string;
+}
+
+export function insertRow(db: Database.Database, row: RowInsert): void {
+  prepared(
+    db,
+    `INSERT INTO rows (job_id, row_number, row_key, agent_email, agent_id, state, attempts, http_status, error_code,
+       error_message, transaction_id, quote_number, total_premium, request_json, updated_at)
+     VALUES (@job_id, @row_number, @row_key, @agent_email, @agent_id, @state, @attempts, @http_status, @error_code,
+       @error_message, @transaction_id, @quote_number, @total_premium, @request_json, @updated_at)`,
+  ).run({
+    row_key: null, agent_email: null, agent_id: null, attempts: 0, http_status: null, error_code: null,
+    error_message: null, transaction_id: null, quote_number: null, total_premium: null, request_json: null,
+    ...row,
+  });
+}
+
+export interface AttemptInsert {
+  job_id: number;
+  row_number: number | null;
+  run_id: number;
+  kind: 'agent_validate' | 'quote' | 'lead';
+  started_at: string;
+  duration_ms: number;
+  http_status: number | null;
+  error_code?: string | null;
+  outcome: string;
+  agent_email?: string | null;
+}
+
+export function insertAttempt(db: Database.Database, a: AttemptInsert): void {
+  prepared(
+    db,
+    `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome, agent_email)
+     VALUES (@job_id, @row_number, @run_id, @kind, @started_at, @duration_ms, @http_status, @error_code, @outcome, @agent_email)`,
+  ).run({ error_code: null, agent_email: null, ...a });
+}
+
+export function insertAgent(
+  db: Database.Database,
+  a: { environment?: string; email: string; is_valid: boolean; agent_id?: string | null; message?: string | null; checked_at: string; job_id: number },
+): void {
+  prepared(
+    db,
+    `INSERT INTO agents (environment, email, is_valid, agent_id, message, checked_at, job_id)
+     VALUES (@environment, @email, @is_valid, @agent_id, @message, @checked_at, @job_id)`,
+  ).run({ environment: 'sandbox', agent_id: null, message: null, ...a, is_valid: a.is_valid ? 1 : 0 });
+}
+
+/** A small deterministic PRNG (mulberry32) so fixtures are the same on every run. */
+export function createRandom(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export const iso = (ms: number): string => new Date(ms).toISOString();

@@ -1,0 +1,148 @@
+/**
+ * Every figure of a report computed again by plain SQL, written independently of
+ * `src/report/build-report.ts`, so a test can hold the JSON report against it figure by figure.
+ */
+import type Database from 'better-sqlite3';
+
+type Db = Database.Database;
+
+const one = <T>(db: Db, sql: string, ...params: unknown[]): T => db.prepare(sql).pluck().get(...params) as T;
+const round = (v: number, d: number): number => Math.round(v * 10 ** d) / 10 ** d;
+
+/** Nearest-rank percentile by SQL: ORDER BY … LIMIT 1 OFFSET ceil(p·n) − 1. */
+function percentileSql(db: Db, from: string, column: string, p: number, params: unknown[]): number | null {
+  return one<number | null>(
+    db,
+    `SELECT ${column} FROM ${from} ORDER BY ${column}
+     LIMIT 1 OFFSET (SELECT MAX(CAST(ceil(${p} / 100.0 * COUNT(*)) AS INTEGER) - 1, 0) FROM ${from})`,
+    ...params, ...params,
+  ) ?? null;
+}
+
+function statsSql(db: Db, from: string, column: string, params: unknown[]) {
+  const agg = db.prepare(`SELECT COUNT(*) AS count, MIN(${column}) AS min, MAX(${column}) AS max, AVG(${column}) AS mean FROM ${from}`)
+    .get(...params) as { count: number; min: number | null; max: number | null; mean: number | null };
+  return {
+    count: agg.count,
+    min: agg.min,
+    median: percentileSql(db, from, column, 50, params),
+    p90: percentileSql(db, from, column, 90, params),
+    p95: percentileSql(db, from, column, 95, params),
+    p99: percentileSql(db, from, column, 99, params),
+    max: agg.max,
+    mean: agg.mean === null ? null : round(agg.mean, 2),
+  };
+}
+
+/** The report's figures (all but `generated_at`, histograms and completion buckets) by SQL. */
+export function computeFiguresBySql(db: Db, jobId: number) {
+  const job = db.prepare(
+    `SELECT id, input_path, input_format, mapping_path, environment, operation, base_url, status, total_rows, created_at, finished_at
+     FROM jobs WHERE id = ?`,
+  ).get(jobId);
+  const s = (state: string): number => one<number>(db, 'SELECT COUNT(*) FROM rows WHERE job_id = ? AND state = ?', jobId, state);
+  const states = ['pending', 'in_flight', 'succeeded', 'rejected', 'agent_invalid', 'invalid', 'duplicate', 'failed', 'in_doubt'];
+  const byState = Object.fromEntries(states.map((st) => [st, s(st)]));
+  const total = one<number>(db, 'SELECT COUNT(*) FROM rows WHERE job_id = ?', jobId);
+  const sent = s('succeeded') + s('rejected') + s('failed') + s('in_doubt');
+
+  const kinds = ['agent_validate', 'quote', 'lead'] as const;
+  const byKind = Object.fromEntries(kinds.map((kind) => {
+    const attempts = one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ? AND kind = ?', jobId, kind);
+    const subjects = kind === 'agent_validate'
+      ? one<number>(db, 'SELECT COUNT(DISTINCT agent_email) FROM attempts WHERE job_id = ? AND kind = ?', jobId, kind)
+      : one<number>(db, 'SELECT COUNT(DISTINCT row_number) FROM attempts WHERE job_id = ? AND kind = ?', jobId, kind);
+    const byOutcome: Record<string, number> = {};
+    for (const o of ['ok', 'rejected', 'forbidden', 'retryable', 'in_doubt']) {
+      byOutcome[o] = one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ? AND kind = ? AND outcome = ?', jobId, kind, o);
+    }
+    return [kind, { attempts, subjects, retries: attempts - subjects, by_outcome: byOutcome }];
+  }));
+  const kindValues = Object.values(byKind);
+
+  const rowErrorsAll = db.prepare(
+    `SELECT state, error_code, error_message, COUNT(*) AS rows FROM rows
+     WHERE job_id = ? AND state IN ('rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt')
+     GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3`,
+  ).all(jobId);
+  const attemptErrorsAll = db.prepare(
+    `SELECT kind, http_status, error_code, outcome, COUNT(*) AS attempts FROM attempts
+     WHERE job_id = ? AND outcome <> 'ok' GROUP BY 1, 2, 3, 4 ORDER BY 5 DESC, 1, 2, 3, 4`,
+  ).all(jobId);
+
+  const environment = one<string>(db, 'SELECT environment FROM jobs WHERE id = ?', jobId);
+  const invalidAgents = db.prepare(
+    `SELECT r.agent_email AS email,
+       (SELECT message FROM agents a WHERE a.environment = ? AND a.email = r.agent_email) AS message,
+       COUNT(*) AS blocked_rows
+     FROM rows r WHERE r.job_id = ? AND r.state = 'agent_invalid' GROUP BY r.agent_email ORDER BY 3 DESC, 1`,
+  ).all(environment, jobId);
+
+  const premiumFrom = `(SELECT total_premium AS v FROM rows WHERE job_id = ? AND state = 'succeeded' AND total_premium IS NOT NULL)`;
+  const latency = Object.fromEntries(kinds.map((kind) => [
+    kind,
+    statsSql(db, `(SELECT duration_ms AS v FROM attempts WHERE job_id = ? AND kind = '${kind}')`, 'v', [jobId]),
+  ]));
+
+  const runSeconds = one<number>(
+    db,
+    `SELECT TOTAL((julianday(COALESCE(finished_at, heartbeat_at, started_at)) - julianday(started_at)) * 86400) FROM runs WHERE job_id = ?`,
+    jobId,
+  );
+  const done = total - s('pending') - s('in_flight');
+  const runs = (db.prepare(
+    `SELECT id, started_at, finished_at, status, tool_version,
+       (julianday(COALESCE(finished_at, heartbeat_at)) - julianday(started_at)) * 86400 AS seconds
+     FROM runs WHERE job_id = ? ORDER BY id`,
+  ).all(jobId) as { seconds: number | null }[]).map((r) => ({ ...r, seconds: r.seconds === null ? null : round(r.seconds, 3) }));
+
+  return {
+    job,
+    rows: {
+      total,
+      by_state: byState,
+      success_rate: total === 0 ? null : round(s('succeeded') / total, 4),
+      sent_success_rate: sent === 0 ? null : round(s('succeeded') / sent, 4),
+    },
+    attempts: {
+      total: one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ?', jobId),
+      retries: kindValues.reduce((a, k) => a + k.retries, 0),
+      rows_retried: one<number>(
+        db,
+        `SELECT COUNT(*) FROM rows r WHERE r.job_id = ?
+         AND (SELECT COUNT(*) FROM attempts a WHERE a.job_id = r.job_id AND a.row_number = r.row_number AND a.kind IN ('quote', 'lead')) > 1`,
+        jobId,
+      ),
+      by_kind: byKind,
+    },
+    row_errors: rowErrorsAll.slice(0, 100),
+    row_error_groups: rowErrorsAll.length,
+    attempt_errors: attemptErrorsAll.slice(0, 100),
+    attempt_error_groups: attemptErrorsAll.length,
+    invalid_agents: invalidAgents,
+    premium: statsSql(db, premiumFrom, 'v', [jobId]),
+    latency_ms: latency,
+    timing: {
+      elapsed_seconds: one<number | null>(db, 'SELECT duration_seconds FROM job_summary WHERE job_id = ?', jobId),
+      run_seconds: round(runSeconds, 3),
+      rows_completed: done,
+      rows_per_second: runSeconds > 0 ? round(done / runSeconds, 2) : null,
+    },
+    runs,
+  };
+}
+
+/** For each histogram bin, the number of values in it by SQL (half-open bins, the last closed). */
+export function countBinsBySql(db: Db, from: string, params: unknown[], bins: readonly { from: number; to: number }[]): number[] {
+  return bins.map((bin, i) => one<number>(
+    db,
+    `SELECT COUNT(*) FROM ${from} WHERE v >= ? AND v ${i === bins.length - 1 ? '<=' : '<'} ?`,
+    ...params, bin.from, bin.to,
+  ));
+}
+
+/** `updated_at` of the job's rows that are no longer pending or in flight, as epoch ms. */
+export function completionTimesBySql(db: Db, jobId: number): number[] {
+  return (db.prepare(`SELECT updated_at FROM rows WHERE job_id = ? AND state NOT IN ('pending', 'in_flight')`).pluck().all(jobId) as string[])
+    .map((t) => Date.parse(t));
+}

@@ -1,0 +1,175 @@
+/**
+ * `quote-batch report | export | jobs` as users run them: the real binary, spawned with NO_COLOR=1,
+ * on real ledger files in temp directories.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'csv-parse/sync';
+import Database from 'better-sqlite3';
+import { buildReport, EXPORT_COLUMNS, type Report } from '../../src/report/index.js';
+import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
+import { createTempLedger, type TempLedger } from './_ledger.js';
+import { computeFiguresBySql } from './_sql-figures.js';
+
+const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+const BIN = join(ROOT, 'bin/quote-batch.js');
+
+function cli(args: string[], cwd: string) {
+  const result = spawnSync(process.execPath, [BIN, ...args], {
+    cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1' },
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const withoutClock = ({ generated_at: _g, ...rest }: Report) => rest;
+
+beforeAll(() => {
+  // Other folders may not type-check yet while they are being written: tsc still emits.
+  spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
+  if (!existsSync(join(ROOT, 'dist/cli.js'))) throw new Error('the build produced no dist/cli.js');
+}, 300_000);
+
+describe('quote-batch report / export / jobs', () => {
+  let t: TempLedger;
+  let fixture: MixedJob;
+  beforeAll(() => {
+    t = createTempLedger(); // named quote-batch.db: the default ledger of its directory
+    fixture = buildMixedJob(t.db);
+    t.close();
+  });
+  afterAll(() => t.remove());
+
+  it('report --format json: the latest job by default, every figure as in the ledger', () => {
+    const r = cli(['report', '--format', 'json'], t.dir);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout) as Report;
+    expect(report.job.id).toBe(fixture.jobId);
+    const reader = createReader(t.path);
+    try {
+      expect(withoutClock(report)).toEqual(withoutClock(JSON.parse(JSON.stringify(buildReport(reader, fixture.jobId))) as Report));
+      expect(report.rows).toEqual(computeFiguresBySql(reader, fixture.jobId).rows);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('report (table) fits 80 columns; --job picks another job', () => {
+    const r = cli(['report', '--ledger', t.path, '--job', String(fixture.oldJobId)], '/');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`job ${fixture.oldJobId}`);
+    for (const line of r.stdout.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(80);
+  });
+
+  it('report --format csv and --format html --out write the figures', () => {
+    const csv = cli(['report', '--format', 'csv'], t.dir);
+    expect(csv.code).toBe(0);
+    const figures = new Map((parse(csv.stdout, { columns: true }) as { figure: string; value: string }[]).map((f) => [f.figure, f.value]));
+    expect(figures.get('job.id')).toBe(String(fixture.jobId));
+    expect(figures.get('rows.total')).toBe(String(fixture.rowCount));
+
+    const html = cli(['report', '--format', 'html', '--out', 'report.html'], t.dir);
+    expect(html.code).toBe(0);
+    expect(html.stdout).toBe('');
+    expect(html.stderr).toContain('report.html');
+    const file = join(t.dir, 'report.html');
+    expect(readFileSync(file, 'utf8')).toMatch(/^<!doctype html>[\s\S]*data-chart="outcomes"[\s\S]*<\/html>\n$/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('export --status failed,in_doubt,rejected --out lists exactly those rows', () => {
+    const r = cli(['export', '--status', 'failed,in_doubt,rejected', '--out', 'rerun.csv'], t.dir);
+    expect(r.code).toBe(0);
+    const records = parse(readFileSync(join(t.dir, 'rerun.csv'), 'utf8'), { columns: true }) as Record<string, string>[];
+    const reader = createReader(t.path);
+    try {
+      const expected = reader.prepare(
+        `SELECT row_number FROM rows WHERE job_id = ? AND state IN ('failed', 'in_doubt', 'rejected') ORDER BY row_number`,
+      ).pluck().all(fixture.jobId) as number[];
+      expect(expected.length).toBeGreaterThan(0);
+      expect(records.map((rec) => Number(rec.row_number))).toEqual(expected);
+      expect(Object.keys(records[0] ?? {})).toEqual([...EXPORT_COLUMNS]);
+      expect(r.stderr).toContain(`exported ${expected.length} rows of job ${fixture.jobId}`);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('export --format ndjson writes one JSON object per row to stdout', () => {
+    const r = cli(['export', '--format', 'ndjson', '--job', String(fixture.oldJobId)], t.dir);
+    expect(r.code).toBe(0);
+    const rows = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { row_number: number; state: string });
+    expect(rows.map((row) => row.row_number)).toEqual([1, 2, 3, 4, 5]);
+    expect(rows.every((row) => row.state === 'succeeded')).toBe(true);
+  });
+
+  it('jobs lists the jobs newest first; --format json for scripts', () => {
+    const table = cli(['jobs'], t.dir);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain('samples/leads-small.csv');
+    for (const line of table.stdout.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(80);
+    const json = cli(['jobs', '--format', 'json'], t.dir);
+    expect((JSON.parse(json.stdout) as { id: number }[]).map((j) => j.id)).toEqual([fixture.jobId, fixture.oldJobId]);
+  });
+
+  it('usage errors exit 2 with one line and a hint', () => {
+    const cases: [string[], RegExp][] = [
+      [['report', '--job', '999'], /error: job 999 is not in ledger .*\nhint: .*quote-batch jobs/],
+      [['report', '--ledger', 'missing.db'], /error: ledger .*missing\.db does not exist\nhint: /],
+      [['export', '--ledger', 'missing.db'], /does not exist/],
+      [['jobs', '--ledger', 'missing.db'], /does not exist/],
+      [['report', '--format', 'xml'], /xml/],
+      [['export', '--status', 'failed,bogus'], /error: --status: unknown row state "bogus"\nhint: row states are/],
+      [['export', '--job', 'abc'], /--job expects a non-negative integer/],
+    ];
+    for (const [args, message] of cases) {
+      const r = cli(args, t.dir);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+      expect(r.stdout, args.join(' ')).toBe('');
+    }
+  });
+});
+
+describe('on the ledger of the sample job (`npm start`)', () => {
+  it('every figure of report --format json equals plain SQL', (ctx) => {
+    const samples = join(ROOT, 'samples/leads.csv');
+    const mapping = join(ROOT, 'mappings/example-csv.yaml');
+    if (!existsSync(samples) || !existsSync(mapping)) ctx.skip();
+    const dir = mkdtempSync(join(tmpdir(), 'qb-report-sample-'));
+    const ledgerPath = join(dir, 'quote-batch.db');
+    try {
+      // What `npm start` runs, with the ledger in a temp directory.
+      const run = cli(['run', samples, '--mapping', mapping, '--env', 'sandbox', '--ledger', ledgerPath, '--quiet'], ROOT);
+      if (/not built yet/.test(run.stderr)) ctx.skip();
+      expect([0, 1], run.stderr).toContain(run.code);
+      const r = cli(['report', '--ledger', ledgerPath, '--format', 'json'], ROOT);
+      expect(r.code).toBe(0);
+      const report = JSON.parse(r.stdout) as Report;
+      expect(report.rows.total).toBeGreaterThan(0);
+      const reader = createReader(ledgerPath);
+      try {
+        const { generated_at: _g, report_version: _v, completions: _c, premium, latency_ms: latency, ...rest } = report;
+        const strip = <T extends { histogram: unknown }>({ histogram: _h, ...stats }: T) => stats;
+        expect({
+          ...rest,
+          premium: strip(premium),
+          latency_ms: Object.fromEntries(Object.entries(latency).map(([k, v]) => [k, strip(v)])),
+        }).toEqual(computeFiguresBySql(reader, report.job.id));
+      } finally {
+        reader.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A separate read-only connection, as an analyst's tool would open the file. */
+function createReader(path: string): Database.Database {
+  return new Database(path, { readonly: true, fileMustExist: true });
+}

@@ -1,0 +1,121 @@
+// The `quote-batch sandbox` command, spawned as the real binary.
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENTS_FILE, post, VALIDATE } from './_client.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'quote-batch.js');
+let dir: string;
+
+beforeAll(() => {
+  // Compile src/ to dist/ (the binary runs dist/cli.js). tsc emits even when another area has a
+  // type error, so the exit status is not checked here; the files this test needs are.
+  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: ROOT, stdio: 'ignore',
+  });
+  expect(existsSync(join(ROOT, 'dist', 'commands', 'sandbox.js'))).toBe(true);
+  dir = mkdtempSync(join(tmpdir(), 'quote-batch-sandbox-cli-'));
+}, 180_000); // a full compile on a busy 2-core machine
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Running {
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+/** Spawns the sandbox and resolves once it printed its address (gives up after 20 s). */
+function spawnSandbox(args: string[], env: Record<string, string> = {}): Promise<Running> {
+  const cleanEnv: Record<string, string> = { PATH: process.env.PATH ?? '', NO_COLOR: '1', ...env };
+  const child = spawn(process.execPath, [BIN, 'sandbox', ...args], { cwd: dir, env: cleanEnv });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`sandbox did not print its address; stdout: ${stdout}; stderr: ${stderr}`));
+    }, 20_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /^quote-batch sandbox listening on (http:\/\/127\.0\.0\.1:\d+)$/m.exec(stdout);
+      if (match !== null) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1]!, stdout: () => stdout, stderr: () => stderr, exit });
+      }
+    });
+    void exit.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`sandbox exited with ${String(code)} before listening; stderr: ${stderr}`));
+    });
+  });
+}
+
+describe('quote-batch sandbox', () => {
+  it('prints its address, accepts sandbox-key by default and exits 0 on SIGTERM', async () => {
+    const running = await spawnSandbox(['--port', '0', '--agents', AGENTS_FILE]);
+    expect(running.stdout()).toContain('sandbox-key');
+    const reply = await post(running.url, VALIDATE, { email: 'valid.agent@example.com' }, 'sandbox-key');
+    expect(reply.json).toStrictEqual({ status: 'success', message: 'User verification success', data: { is_valid: true, agent_id: 'xyz-100200300' } });
+    running.child.kill('SIGTERM');
+    expect(await running.exit).toBe(0);
+    expect(running.stderr()).toMatch(/stopped after 1 request/);
+  });
+
+  it('accepts the key from QUOTE_BATCH_API_KEY without printing it', async () => {
+    const secret = 'env-secret-7f3a9c';
+    const running = await spawnSandbox(['--port', '0', '--agents', AGENTS_FILE], { QUOTE_BATCH_API_KEY: secret });
+    try {
+      expect((await post(running.url, VALIDATE, { email: 'valid.agent@example.com' }, secret)).status).toBe(200);
+      expect((await post(running.url, VALIDATE, { email: 'valid.agent@example.com' }, 'sandbox-key')).status).toBe(403);
+      expect(running.stdout()).toContain('QUOTE_BATCH_API_KEY');
+    } finally {
+      running.child.kill('SIGINT');
+    }
+    expect(await running.exit).toBe(0);
+    expect(running.stdout() + running.stderr()).not.toContain(secret);
+  });
+
+  it('accepts the key from --api-key-file (trailing newline trimmed) and applies fault flags', async () => {
+    const keyFile = join(dir, 'key.txt');
+    writeFileSync(keyFile, 'file-secret-42b1\n');
+    const running = await spawnSandbox(['--port', '0', '--agents', AGENTS_FILE, '--api-key-file', keyFile, '--throttle-rate', '1', '--retry-after', '4']);
+    try {
+      const reply = await post(running.url, VALIDATE, { email: 'valid.agent@example.com' }, 'file-secret-42b1');
+      expect(reply.status).toBe(429);
+      expect(reply.headers.get('retry-after')).toBe('4');
+      expect(running.stdout()).toMatch(/throttleRate=1/);
+    } finally {
+      running.child.kill('SIGTERM');
+    }
+    expect(await running.exit).toBe(0);
+    expect(running.stdout()).not.toContain('file-secret-42b1');
+  });
+
+  it('exits 2 with a one-line error for a missing agents file, a bad flag or a public host', () => {
+    const missing = spawnSync(process.execPath, [BIN, 'sandbox', '--port', '0', '--agents', 'absent.csv'], {
+      cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 20_000,
+    });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read the sandbox agents file .*absent\.csv/);
+    const bad = spawnSync(process.execPath, [BIN, 'sandbox', '--fail-rate', '2'], {
+      cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 20_000,
+    });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--fail-rate expects a number from 0 to 1/);
+    const host = spawnSync(process.execPath, [BIN, 'sandbox', '--host', '0.0.0.0', '--agents', AGENTS_FILE], {
+      cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 20_000,
+    });
+    expect(host.status).toBe(2);
+    expect(host.stderr).toMatch(/loopback only/);
+  });
+});
