@@ -32,6 +32,16 @@ export interface JobRecord {
   total_rows: number | null;
   created_at: string;
   finished_at: string | null;
+  resume_row: number | null;
+  resume_offset: number | null;
+  resume_line: number | null;
+}
+
+/** Where a resumed run may start reading (see migration 2). */
+export interface ResumePoint {
+  rowNumber: number;
+  offset: number;
+  line: number;
 }
 
 export interface RunRecord {
@@ -162,7 +172,9 @@ export class Ledger {
     return this.stmts.latestJob.get() as JobRecord | undefined;
   }
 
-  createJob(job: Omit<JobRecord, 'id' | 'status' | 'total_rows' | 'created_at' | 'finished_at'>): JobRecord {
+  createJob(
+    job: Omit<JobRecord, 'id' | 'status' | 'total_rows' | 'created_at' | 'finished_at' | 'resume_row' | 'resume_offset' | 'resume_line'>,
+  ): JobRecord {
     const info = this.stmts.insertJob.run({ ...job, created_at: now() });
     return this.getJob(Number(info.lastInsertRowid)) as JobRecord;
   }
@@ -173,6 +185,16 @@ export class Ledger {
 
   setTotalRows(jobId: number, totalRows: number): void {
     this.stmts.setTotalRows.run(totalRows, jobId);
+  }
+
+  /** Records that every row before `point.rowNumber` is final (call only once that is durable). */
+  setResumePoint(jobId: number, point: ResumePoint): void {
+    this.stmts.setResumePoint.run(point.rowNumber, point.offset, point.line, jobId);
+  }
+
+  resumePoint(job: JobRecord): ResumePoint | undefined {
+    if (job.resume_row === null || job.resume_offset === null || job.resume_line === null) return undefined;
+    return { rowNumber: job.resume_row, offset: job.resume_offset, line: job.resume_line };
   }
 
   // --- runs -------------------------------------------------------------------------------
@@ -411,6 +433,7 @@ function prepareStatements(db: Database.Database) {
     ),
     setJobStatus: p('UPDATE jobs SET status = ?, finished_at = ? WHERE id = ?'),
     setTotalRows: p('UPDATE jobs SET total_rows = ? WHERE id = ?'),
+    setResumePoint: p('UPDATE jobs SET resume_row = ?, resume_offset = ?, resume_line = ? WHERE id = ?'),
     runningRuns: p(`SELECT * FROM runs WHERE job_id = ? AND status = 'running'`),
     insertRun: p(
       `INSERT INTO runs (job_id, started_at, status, options_json, tool_version, pid, hostname, heartbeat_at)

@@ -167,6 +167,14 @@ export const MIGRATIONS: readonly string[] = [
   FROM rows r
   JOIN jobs j ON j.id = r.job_id;
   `,
+  // 2: where a resumed run may start reading. Every row before resume_row is in a final state,
+  // and resume_row's record starts at byte resume_offset (line resume_line) of the decoded input.
+  `
+  ALTER TABLE jobs ADD COLUMN resume_row INTEGER;
+  ALTER TABLE jobs ADD COLUMN resume_offset INTEGER;
+  ALTER TABLE jobs ADD COLUMN resume_line INTEGER;
+  CREATE INDEX rows_updated ON rows (job_id, updated_at);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -11,7 +11,7 @@ import { createReadStream } from 'node:fs';
 import pLimit from 'p-limit';
 import type { StoreRequests } from '../config/index.js';
 import { openInput, type InputReader } from '../input/index.js';
-import { FINAL_STATES, ROW_STATES, type JobRecord, type Ledger, type NewRow, type RowState } from '../ledger/index.js';
+import { FINAL_STATES, ROW_STATES, type JobRecord, type Ledger, type NewRow, type ResumePoint, type RowState } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatRowIssue, resolveInputOptions, type CompiledMapping, type MappedRow } from '../mapping/index.js';
 import type { PartnerClient } from '../partner/index.js';
@@ -102,7 +102,7 @@ export function exitCodeFor(end: RunEnd, counts: Record<RowState, number>): 0 | 
 export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
   const started = Date.now();
   const { ledger, mapping, logger } = options;
-  const reader = await openInput(options.inputPath, resolveInputOptions(options.inputPath, mapping));
+  let reader = await openInput(options.inputPath, resolveInputOptions(options.inputPath, mapping));
   try {
     if (reader.columns !== null) mapping.checkColumns(reader.columns);
     const identity = {
@@ -154,7 +154,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
             : `${inDoubtNow} row(s) are in doubt (they may have reached the partner): not resent; list them with \`quote-batch export --status in_doubt\`, resend with --resend-in-doubt`,
         );
       }
-      const runner = new JobRunner(options, reader, job, run.id, target.client);
+      const { reader: jobReader, start } = await openFromResumePoint(options, reader, ledger.resumePoint(job), logger);
+      reader = jobReader;
+      const runner = new JobRunner(options, reader, job, run.id, target.client, start);
       const outcome = await runner.run();
       const counts = ledger.countsByState(job.id);
       // The run itself ended normally unless stopped or halted; the job is completed only when
@@ -183,6 +185,29 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
   }
 }
 
+/**
+ * Re-opens the input at the job's resume point, so that a resumed run seeks past the finished
+ * prefix instead of parsing it again. Falls back to the start of the file when the point does not
+ * fit the file (the rows are then skipped one by one by their recorded states).
+ */
+async function openFromResumePoint(
+  options: RunJobOptions,
+  reader: InputReader,
+  point: ResumePoint | undefined,
+  logger: Logger,
+): Promise<{ reader: InputReader; start: ResumePoint | undefined }> {
+  if (point === undefined || point.rowNumber <= 1) return { reader, start: undefined };
+  try {
+    const resumed = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, options.mapping), start: point });
+    await reader.close();
+    logger.info(`skipping rows 1-${point.rowNumber - 1}: already final (reading from line ${point.line})`);
+    return { reader: resumed, start: point };
+  } catch (error) {
+    logger.warn(`cannot resume reading at row ${point.rowNumber} (${(error as Error).message}); reading from the start`);
+    return { reader, start: undefined };
+  }
+}
+
 class JobRunner {
   private readonly ledger: Ledger;
   private readonly jobId: number;
@@ -194,8 +219,16 @@ class JobRunner {
   private haltReason: string | null = null;
   private pendingInserts: NewRow[] = [];
   private pendingKeys = new Set<string>();
-  rowsSkipped = 0;
-  private rowsRead = 0;
+  rowsSkipped: number;
+  private rowsRead: number;
+  /**
+   * Rows read by this run that are not final yet, in file order, for the resume point: the
+   * first of them still open is where the next run must start reading.
+   */
+  private readonly openRows: ResumePoint[] = [];
+  private readonly openSet = new Set<number>();
+  private lastRead: ResumePoint | undefined;
+  private resumePoint: ResumePoint | undefined;
   private rowsDone = 0;
   private readonly startedAt = Date.now();
 
@@ -205,7 +238,11 @@ class JobRunner {
     private readonly job: JobRecord,
     private readonly runId: number,
     private readonly client: PartnerClient,
+    start: ResumePoint | undefined,
   ) {
+    this.rowsRead = start === undefined ? 0 : start.rowNumber - 1;
+    this.rowsSkipped = this.rowsRead;
+    this.resumePoint = start;
     this.ledger = options.ledger;
     this.jobId = job.id;
     this.counts = this.ledger.countsByState(job.id);
@@ -223,6 +260,8 @@ class JobRunner {
     if (options.stop.aborted) onStop();
     options.stop.addEventListener('abort', onStop, { once: true });
     const heartbeat = setInterval(() => this.ledger.heartbeat(this.runId), 10_000);
+    const checkpoint = setInterval(() => this.saveResumePoint(), 2_000);
+    checkpoint.unref();
     heartbeat.unref();
     const progress = options.onProgress === undefined
       ? undefined
@@ -244,11 +283,15 @@ class JobRunner {
           break;
         }
         this.rowsRead = item.rowNumber;
+        const position = { rowNumber: item.rowNumber, offset: item.offset, line: item.line };
+        this.lastRead = position;
         const previous = this.stateOf(item.rowNumber);
         if (previous !== undefined && !this.shouldSend(previous)) {
           this.rowsSkipped += 1;
+          if (!FINAL_STATES.has(previous)) this.holdResumePoint(position);
           continue;
         }
+        this.holdResumePoint(position);
         if (item.kind === 'error') {
           this.record(item.rowNumber, previous, { rowNumber: item.rowNumber, rowKey: null, agentEmail: null, state: 'invalid', errorCode: 'unreadable_row', errorMessage: item.message });
           continue;
@@ -265,6 +308,7 @@ class JobRunner {
       this.flushInserts();
       if (readToEnd) this.ledger.setTotalRows(this.jobId, this.rowsRead);
       await Promise.all(inFlight);
+      this.saveResumePoint();
     } catch (error) {
       this.stopAll('internal error');
       await Promise.allSettled(inFlight);
@@ -272,6 +316,7 @@ class JobRunner {
       throw error;
     } finally {
       clearInterval(heartbeat);
+      clearInterval(checkpoint);
       if (progress !== undefined) clearInterval(progress);
       options.stop.removeEventListener('abort', onStop);
       options.onProgress?.(this.snapshot());
@@ -337,11 +382,11 @@ class JobRunner {
     if (previous !== undefined) {
       // A row recorded earlier that can no longer be read (e.g. a smaller --max-record limit).
       this.ledger.recordOutcome(this.jobId, this.runId, rowNumber, { state: row.state, attempts: 0, errorCode: row.errorCode ?? null, errorMessage: row.errorMessage ?? null }, []);
-      this.transition(previous, row.state);
+      this.transition(previous, row.state, rowNumber);
       return;
     }
     this.pendingInserts.push(row);
-    this.transition(undefined, row.state);
+    this.transition(undefined, row.state, rowNumber);
     if (this.pendingInserts.length >= INSERT_BATCH) this.flushInserts();
   }
 
@@ -352,8 +397,30 @@ class JobRunner {
     this.pendingKeys = new Set();
   }
 
+  private holdResumePoint(position: ResumePoint): void {
+    this.openRows.push(position);
+    this.openSet.add(position.rowNumber);
+  }
+
+  private releaseResumePoint(rowNumber: number): void {
+    this.openSet.delete(rowNumber);
+  }
+
+  /** Persists how far the file is finished; rows before the point must be durable first. */
+  private saveResumePoint(): void {
+    let head = 0;
+    while (head < this.openRows.length && !this.openSet.has((this.openRows[head] as ResumePoint).rowNumber)) head += 1;
+    this.openRows.splice(0, head);
+    const point = this.openRows[0] ?? this.lastRead;
+    if (point === undefined || (this.resumePoint !== undefined && point.rowNumber <= this.resumePoint.rowNumber)) return;
+    this.flushInserts();
+    this.ledger.setResumePoint(this.jobId, point);
+    this.resumePoint = point;
+  }
+
   /** Keeps the in-memory counts (for progress and the end state) in step with the ledger. */
-  private transition(from: RowState | undefined, to: RowState): void {
+  private transition(from: RowState | undefined, to: RowState, rowNumber?: number): void {
+    if (rowNumber !== undefined && FINAL_STATES.has(to)) this.releaseResumePoint(rowNumber);
     if (from !== undefined) this.counts[from] -= 1;
     this.counts[to] += 1;
     if (FINAL_STATES.has(to) || to === 'failed' || to === 'in_doubt') this.rowsDone += 1;
@@ -364,7 +431,7 @@ class JobRunner {
     const finish = (row: Parameters<Ledger['recordOutcome']>[3], outcome?: CallOutcome<QuoteSuccessResponse>): void => {
       this.flushInserts();
       this.ledger.recordOutcome(this.jobId, this.runId, mapped.rowNumber, row, outcome?.attempts ?? []);
-      this.transition(current, row.state);
+      this.transition(current, row.state, mapped.rowNumber);
       current = row.state;
     };
     if (this.halt.signal.aborted) return;

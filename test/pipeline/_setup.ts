@@ -101,3 +101,13 @@ export function ledgerBytes(path: string): string {
     })
     .join('\n');
 }
+
+/** The job's recorded resume point (first row not known to be final), 0 when none. */
+export function resumePointOf(path: string): number {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare('SELECT resume_row FROM jobs ORDER BY id DESC LIMIT 1').get() as { resume_row: number | null }).resume_row ?? 0;
+  } finally {
+    db.close();
+  }
+}

@@ -7,7 +7,7 @@ import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { ensureBuilt, runCli, startCli } from '../helpers/cli.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import {
-  countState, copyInto, FIXTURES, KEY, ledgerBytes, MAPPING_CSV, readLedger, SAMPLE_CSV, startTestSandbox, waitFor,
+  countState, copyInto, resumePointOf, FIXTURES, KEY, ledgerBytes, MAPPING_CSV, readLedger, SAMPLE_CSV, startTestSandbox, waitFor,
 } from './_setup.js';
 
 const FINAL = ['succeeded', 'rejected', 'agent_invalid', 'invalid', 'duplicate'];
@@ -171,9 +171,21 @@ describe('run', () => {
     expect(ledger.jobs[0]?.status).toBe('interrupted');
     expect(ledger.states.in_flight ?? 0).toBe(0); // requests in flight were finished and recorded
     expect(ledger.states.in_doubt ?? 0).toBe(0);
+    // The resume point: every row before it is final, so the next run seeks past them.
+    const point = resumePointOf(ledgerPath);
+    expect(point).toBeGreaterThan(1);
+    expect(ledger.rows.filter((r) => r.row_number < point).every((r) => FINAL.includes(r.state))).toBe(true);
     sandbox.setFaults({ latencyMs: 0 });
-    const resumed = await run([]);
+    const quotesBefore = sandbox.stats().operations.quote.received;
+    const resumed = await runCli(['run', SAMPLE_CSV, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledgerPath], {
+      cwd: tmp.dir,
+      env: { QUOTE_BATCH_API_KEY: KEY },
+    });
+    expect(resumed.stderr).toContain(`skipping rows 1-${point - 1}`);
     expect(resumed.code).toBe(1);
+    expect(sandbox.stats().operations.quote.received - quotesBefore).toBe(
+      readLedger(ledgerPath).rows.filter((r) => ['succeeded', 'rejected'].includes(r.state)).length - ledger.rows.filter((r) => ['succeeded', 'rejected'].includes(r.state)).length,
+    );
     ledger = readLedger(ledgerPath);
     expect(ledger.rows).toHaveLength(200);
     for (const row of ledger.rows) expect(FINAL).toContain(row.state);
