@@ -5,7 +5,7 @@ export { startSandbox, type SandboxHandle, type SandboxOptions } from './sandbox
 export { loadMapping, compileMapping, formatRowIssue } from './mapping/index.js';
 export type { CompiledMapping, MappedRow, RowIssue } from './mapping/index.js';
 export { openInput, detectInput } from './input/index.js';
-export type { InputFormat, InputItem, InputOptions, InputReader } from './input/index.js';
+export type { InputFormat, InputItem, InputOptions, InputReader, InputStart } from './input/index.js';
 export { Ledger, ROW_STATES } from './ledger/index.js';
 export type { RowState } from './ledger/index.js';
 export { runJob } from './pipeline/run-job.js';

@@ -4,7 +4,7 @@ import { QuoteBatchError } from '../errors.js';
 import type { Decoder } from './_decoder.js';
 import { LineBreakIndex } from './_line-index.js';
 import { Utf8Scanner } from './_utf8.js';
-import type { InputItem } from './types.js';
+import type { InputItem, InputStart } from './types.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -57,11 +57,12 @@ export interface CsvDecoderOptions {
  */
 export class CsvDecoder implements Decoder {
   columns: string[] | null = null;
+  readonly #options: CsvDecoderOptions;
   readonly #label: string;
   readonly #delimiter: string;
   readonly #max: number;
   readonly #utf8 = new Utf8Scanner();
-  readonly #lines = new LineBreakIndex();
+  #lines = new LineBreakIndex();
   #engine: CsvEngine;
   /** Absolute offset of the engine's first byte (it restarts after an over-long record). */
   #engineBase = 0;
@@ -70,6 +71,8 @@ export class CsvDecoder implements Decoder {
   /** Absolute offset just past the last record that ended, and the line breaks before it. */
   #prevEnd = 0;
   #breaksBeforePrevEnd = 0;
+  /** Absolute offset just past the header (after its line end). */
+  #headerEnd = -1;
   /** The engine's count of skipped blank lines when that record ended. */
   #emptyAtPrevEnd = 0;
   #rowNumber = 0;
@@ -88,10 +91,40 @@ export class CsvDecoder implements Decoder {
   readonly #onRecordBound = (values: string[]): void => this.#onRecord(values);
 
   constructor(options: CsvDecoderOptions) {
+    this.#options = options;
     this.#label = options.label;
     this.#delimiter = options.delimiter;
     this.#max = options.maxRecordBytes;
     this.#engine = this.#createEngine(true);
+  }
+
+  /** Offset just past the header line(s): no record starts before it. -1 until the header is read. */
+  get headerEnd(): number {
+    return this.#headerEnd;
+  }
+
+  /**
+   * A decoder of the records from `start` on, fed the file's bytes from `start.offset`: it takes
+   * this decoder's header and line delimiter, so this one must have read the header. Items come
+   * out as a full read gives them, provided `start` is an item of such a read.
+   */
+  continueAt(start: InputStart): CsvDecoder {
+    const columns = this.columns;
+    if (columns === null) throw new Error('CsvDecoder.continueAt needs the header read first');
+    const next = new CsvDecoder(this.#options);
+    next.columns = columns;
+    next.#headerEnd = this.#headerEnd;
+    next.#recordDelimiter = this.#recordDelimiter;
+    next.#toRecord = this.#toRecord;
+    next.#firstLine = undefined;
+    next.#lines = new LineBreakIndex(start.line - 1);
+    next.#breaksBeforePrevEnd = start.line - 1;
+    next.#rowNumber = start.rowNumber - 1;
+    next.#scanned = start.offset;
+    next.#engine = next.#createEngine(false);
+    next.#engineBase = start.offset;
+    next.#prevEnd = start.offset;
+    return next;
   }
 
   write(chunk: Buffer, out: InputItem[]): void {
@@ -183,8 +216,7 @@ export class CsvDecoder implements Decoder {
       }
       this.#parse(data, false);
       data = EMPTY;
-      const pending = this.#scanned - this.#prevEnd - (this.#engine.info.empty_lines - this.#emptyAtPrevEnd);
-      if (pending > this.#max) {
+      if (this.#scanned - this.#pendingStart() > this.#max) {
         this.#reportPendingTooLong();
         // The bytes csv-parse has not looked at yet may hold the line break to resume after.
         const held = this.#engine.state.previousBuf?.length ?? 0;
@@ -206,13 +238,28 @@ export class CsvDecoder implements Decoder {
     return 1 + this.#breaksBeforePrevEnd + (this.#engine.info.empty_lines - this.#emptyAtPrevEnd);
   }
 
+  /** Offset of the record being parsed: after the last record and the blank lines since. */
+  #pendingStart(): number {
+    return this.#recordStart(this.#engine.info.empty_lines - this.#emptyAtPrevEnd);
+  }
+
+  /**
+   * Where a record starts that follows the last one and `blank` blank lines. csv-parse skips a line
+   * as blank only when it is nothing but the record delimiter, so each is exactly that long.
+   */
+  #recordStart(blank: number): number {
+    if (blank === 0) return this.#prevEnd;
+    return this.#prevEnd + blank * (this.#engine.options.record_delimiter[0]?.length ?? 1);
+  }
+
   #onRecord(values: string[]): void {
     const info = this.#engine.info;
     const end = this.#engineBase + info.bytes;
     const empty = info.empty_lines;
     const blank = empty - this.#emptyAtPrevEnd;
     const line = 1 + this.#breaksBeforePrevEnd + blank;
-    const size = end - this.#prevEnd - blank;
+    const offset = this.#recordStart(blank);
+    const size = end - offset;
     const invalidUtf8 = this.#utf8.takeRange(this.#prevEnd, end);
     const quoteError = this.#quoteError;
     this.#quoteError = undefined;
@@ -233,8 +280,8 @@ export class CsvDecoder implements Decoder {
     else if (values.length !== columns.length) {
       reason = `wrong number of fields (expected ${columns.length}, got ${values.length})`;
     }
-    if (reason === undefined) this.#out.push({ kind: 'record', rowNumber, line, record: this.#toRecord(values) });
-    else this.#out.push({ kind: 'error', rowNumber, line, message: `line ${line}: ${reason}` });
+    if (reason === undefined) this.#out.push({ kind: 'record', rowNumber, line, offset, record: this.#toRecord(values) });
+    else this.#out.push({ kind: 'error', rowNumber, line, offset, message: `line ${line}: ${reason}` });
   }
 
   #onSkip(error: CsvError | undefined): undefined {
@@ -249,7 +296,7 @@ export class CsvDecoder implements Decoder {
         throw new QuoteBatchError('E_INPUT', `cannot read the header of ${this.#label} (line ${line}): ${reason}`);
       }
       const rowNumber = ++this.#rowNumber;
-      this.#out.push({ kind: 'error', rowNumber, line, message: `line ${line}: ${reason}` });
+      this.#out.push({ kind: 'error', rowNumber, line, offset: this.#pendingStart(), message: `line ${line}: ${reason}` });
       return undefined;
     }
     this.#quoteError ??= error;
@@ -282,6 +329,7 @@ export class CsvDecoder implements Decoder {
       seen.set(name, index);
     }
     this.columns = values;
+    this.#headerEnd = this.#prevEnd;
     this.#recordDelimiter ??= this.#engine.options.record_delimiter.map((delimiter) => delimiter.toString('utf8'));
     this.#toRecord = makeRecordBuilder(values);
   }
@@ -293,7 +341,8 @@ export class CsvDecoder implements Decoder {
       throw new QuoteBatchError('E_INPUT', `the header of ${this.#label} (line ${line}) is longer than ${this.#max} bytes`);
     }
     const rowNumber = ++this.#rowNumber;
-    this.#out.push({ kind: 'error', rowNumber, line, message: `line ${line}: record longer than ${this.#max} bytes` });
+    const offset = this.#pendingStart();
+    this.#out.push({ kind: 'error', rowNumber, line, offset, message: `line ${line}: record longer than ${this.#max} bytes` });
   }
 
   /** Starts a fresh engine at absolute offset `at`, the start of a line. */

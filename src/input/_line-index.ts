@@ -11,9 +11,14 @@ export class LineBreakIndex {
   /** Offsets of the line breaks not yet passed (of CRLF, the LF's). */
   readonly #offsets: number[] = [];
   #head = 0;
-  #dropped = 0;
+  #dropped: number;
   /** A CR that ended the last chunk: a break unless the next chunk starts with LF. */
   #trailingCr = -1;
+
+  /** `breaksBefore`: line breaks before the first byte fed (a read that starts mid-file). */
+  constructor(breaksBefore = 0) {
+    this.#dropped = breaksBefore;
+  }
 
   /** Records the line breaks of `chunk`, whose first byte is at absolute offset `start`. */
   add(chunk: Buffer, start: number): void {

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { Decoder } from './_decoder.js';
-import type { InputItem } from './types.js';
+import type { InputItem, InputStart } from './types.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -8,6 +8,8 @@ const CR = 0x0d;
 /** Options of {@link NdjsonDecoder}. */
 export interface NdjsonDecoderOptions {
   maxRecordBytes: number;
+  /** Fed the file from this line on (an item of an earlier read), not from its first byte. */
+  start?: InputStart;
 }
 
 /**
@@ -22,16 +24,28 @@ export class NdjsonDecoder implements Decoder {
   /** Pieces of the line that started in an earlier chunk. */
   #parts: Buffer[] = [];
   #partsLength = 0;
-  /** Physical line number of the line being read. */
+  /** Physical line number of the line being read, and the offset where it starts. */
   #line = 1;
+  #lineStart = 0;
+  /** Offset of the next chunk's first byte. */
+  #chunkStart = 0;
   #rowNumber = 0;
   #skipping = false;
 
   constructor(options: NdjsonDecoderOptions) {
     this.#max = options.maxRecordBytes;
+    const start = options.start;
+    if (start !== undefined) {
+      this.#line = start.line;
+      this.#lineStart = start.offset;
+      this.#chunkStart = start.offset;
+      this.#rowNumber = start.rowNumber - 1;
+    }
   }
 
   write(chunk: Buffer, out: InputItem[]): void {
+    const chunkStart = this.#chunkStart;
+    this.#chunkStart += chunk.length;
     let position = 0;
     while (position < chunk.length) {
       const newline = chunk.indexOf(LF, position);
@@ -40,6 +54,7 @@ export class NdjsonDecoder implements Decoder {
         this.#skipping = false;
         this.#line += 1;
         position = newline + 1;
+        this.#lineStart = chunkStart + position;
         continue;
       }
       if (newline === -1) {
@@ -66,6 +81,7 @@ export class NdjsonDecoder implements Decoder {
       this.#readLine(line, out);
       this.#line += 1;
       position = newline + 1;
+      this.#lineStart = chunkStart + position;
     }
   }
 
@@ -105,11 +121,13 @@ export class NdjsonDecoder implements Decoder {
       this.#pushError(out, line, `JSON line is not an object (got ${describeJsonType(value)})`);
       return;
     }
-    out.push({ kind: 'record', rowNumber: ++this.#rowNumber, line, record: value as Record<string, unknown> });
+    const offset = this.#lineStart;
+    out.push({ kind: 'record', rowNumber: ++this.#rowNumber, line, offset, record: value as Record<string, unknown> });
   }
 
   #pushError(out: InputItem[], line: number, reason: string): void {
-    out.push({ kind: 'error', rowNumber: ++this.#rowNumber, line, message: `line ${line}: ${reason}` });
+    const offset = this.#lineStart;
+    out.push({ kind: 'error', rowNumber: ++this.#rowNumber, line, offset, message: `line ${line}: ${reason}` });
   }
 }
 

@@ -2,4 +2,4 @@
 export { detectInput } from './detect.js';
 export { openInput } from './open.js';
 export { DEFAULT_MAX_RECORD_BYTES } from './types.js';
-export type { InputFormat, InputItem, InputOptions, InputReader } from './types.js';
+export type { InputFormat, InputItem, InputOptions, InputReader, InputStart } from './types.js';

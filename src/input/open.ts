@@ -9,10 +9,12 @@ import type { Decoder } from './_decoder.js';
 import { NdjsonDecoder } from './_ndjson-decoder.js';
 import { detectInput } from './detect.js';
 import { DEFAULT_MAX_RECORD_BYTES } from './types.js';
-import type { InputFormat, InputItem, InputOptions, InputReader } from './types.js';
+import type { InputFormat, InputItem, InputOptions, InputReader, InputStart } from './types.js';
 
 /** Bytes read from the file at a time. */
 const READ_CHUNK_BYTES = 64 * 1024;
+const LF = 0x0a;
+const CR = 0x0d;
 
 /**
  * Opens a streaming reader of a CSV, TSV or NDJSON file (each optionally gzip-compressed; the
@@ -21,14 +23,25 @@ const READ_CHUNK_BYTES = 64 * 1024;
  * it has an unknown extension and no format, or, for CSV, if the header cannot be read (an empty
  * file, a header longer than `maxRecordBytes`, not UTF-8, badly quoted or naming a column twice).
  * A header-only CSV file is fine: zero rows. Throws `QuoteBatchError('E_USAGE')` for bad options.
+ *
+ * With `options.start`, reading begins at that record (see {@link InputOptions.start}); openInput
+ * then also throws `QuoteBatchError('E_INPUT')` if no record can start there. A plain file is read
+ * from there on (and its header from the start); a .gz file is decompressed from the start and the
+ * bytes before the start are dropped unparsed, so openInput takes a while on a big one.
  */
 export async function openInput(path: string, options: InputOptions = {}): Promise<InputReader> {
   const { format, gzip } = detectInput(path, options.format);
   const maxRecordBytes = readMaxRecordBytes(options.maxRecordBytes);
-  const decoder: Decoder =
+  const csv =
     format === 'ndjson'
-      ? new NdjsonDecoder({ maxRecordBytes })
+      ? undefined
       : new CsvDecoder({ label: path, delimiter: readDelimiter(options.delimiter, format), maxRecordBytes });
+  let start = readStart(options.start);
+  // The first line of an NDJSON file is where a plain read starts anyway.
+  if (start !== undefined && csv === undefined && start.offset === 0 && start.rowNumber === 1 && start.line === 1) {
+    start = undefined;
+  }
+  const decoder: Decoder = csv ?? new NdjsonDecoder({ maxRecordBytes });
 
   let handle: FileHandle;
   try {
@@ -46,9 +59,12 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
     throw new QuoteBatchError('E_INPUT', `cannot open input file ${path}: ${describeFsError(error)}`, { cause: error });
   }
 
+  if (start !== undefined) {
+    return openInputAt({ path, format, gzip, handle, totalBytes, start, csv, maxRecordBytes });
+  }
   const file = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
   const source: Readable = gzip ? pipeline(file, createGunzip(), noop) : file;
-  const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes });
+  const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0 });
   if (format !== 'ndjson') {
     try {
       await reader.readHeader();
@@ -58,6 +74,111 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
     }
   }
   return reader;
+}
+
+interface ResumeParts {
+  path: string;
+  format: InputFormat;
+  gzip: boolean;
+  handle: FileHandle;
+  totalBytes: number;
+  start: InputStart;
+  /** The CSV decoder that reads the header; undefined for NDJSON. */
+  csv: CsvDecoder | undefined;
+  maxRecordBytes: number;
+}
+
+/** The resumed read of {@link openInput}: finds `start`, checks a record can begin there, reads on. */
+async function openInputAt(parts: ResumeParts): Promise<InputReader> {
+  const { path, format, gzip, handle, totalBytes, start, csv, maxRecordBytes } = parts;
+  const refuse = (reason: string): QuoteBatchError =>
+    new QuoteBatchError(
+      'E_INPUT',
+      `cannot resume reading ${path} at byte ${start.offset} (row ${start.rowNumber}, line ${start.line}): ${reason}`,
+      { hint: 'read the file from the start' },
+    );
+  if (start.offset === 0) {
+    await handle.close();
+    throw refuse(csv === undefined ? 'only row 1, line 1 starts at byte 0' : 'byte 0 is the start of the header');
+  }
+  if (!gzip && start.offset >= totalBytes) {
+    await handle.close();
+    throw refuse(`the file is only ${totalBytes} bytes long`);
+  }
+  if (!gzip && csv !== undefined) {
+    try {
+      await readHeaderAt(handle, csv, path);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+  // A .gz file can only be decompressed from its start. A plain one is read from the 64 KiB block
+  // holding the byte before the start: the reader sees that byte (to check it ends a line), and the
+  // chunks end where a full read's do, so an over-long record is cut where a full read cuts it.
+  const skip = gzip ? start.offset : ((start.offset - 1) % READ_CHUNK_BYTES) + 1;
+  const streamStart = start.offset - skip;
+  const file = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES, start: streamStart });
+  const source: Readable = gzip ? pipeline(file, createGunzip(), noop) : file;
+  const reader = new StreamingInputReader({
+    path,
+    format,
+    gzip,
+    decoder: csv ?? new NdjsonDecoder({ maxRecordBytes }),
+    file,
+    source,
+    totalBytes,
+    bytesBefore: streamStart,
+  });
+  try {
+    const { before, at, skipped } = await reader.skipPrefix(skip, csv);
+    if (at === undefined) {
+      throw refuse(`the file is only ${streamStart + skipped} bytes long${gzip ? ' decompressed' : ''}`);
+    }
+    if (csv !== undefined) {
+      if (csv.columns === null || start.offset < csv.headerEnd) {
+        throw refuse(`that is inside the header${csv.columns === null ? '' : `, which ends at byte ${csv.headerEnd}`}`);
+      }
+    }
+    // Both formats: a record starts right after a line end. For NDJSON only LF ends a line; in CSV
+    // a CR may too, but not the CR of a CRLF (a record starting with that LF would be too rare to
+    // be worth counting its lines right).
+    if (before === CR && at === LF) throw refuse('that is between the CR and the LF of a line end');
+    if (before !== LF && (before !== CR || csv === undefined)) {
+      throw refuse(`byte ${start.offset - 1} before it does not end a line, so no record starts there`);
+    }
+    reader.decodeWith(csv === undefined ? new NdjsonDecoder({ maxRecordBytes, start }) : csv.continueAt(start));
+  } catch (error) {
+    await reader.close();
+    throw error;
+  }
+  return reader;
+}
+
+/**
+ * Reads a CSV header with positional reads from the start of the file, leaving the handle free for
+ * a read stream from elsewhere. The items of the records read along with it are dropped.
+ */
+async function readHeaderAt(handle: FileHandle, decoder: CsvDecoder, path: string): Promise<void> {
+  const dropped: InputItem[] = [];
+  let position = 0;
+  while (decoder.columns === null) {
+    // A new buffer each time: the decoder may hold on to the bytes of a long first line.
+    const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+    let bytesRead: number;
+    try {
+      ({ bytesRead } = await handle.read(buffer, 0, READ_CHUNK_BYTES, position));
+    } catch (error) {
+      throw new QuoteBatchError('E_INPUT', `cannot read input file ${path}: ${describeFsError(error)}`, { cause: error });
+    }
+    if (bytesRead === 0) {
+      decoder.end(dropped);
+      return;
+    }
+    decoder.write(buffer.subarray(0, bytesRead), dropped);
+    dropped.length = 0;
+    position += bytesRead;
+  }
 }
 
 interface ReaderParts {
@@ -70,6 +191,8 @@ interface ReaderParts {
   /** What the decoder reads: the file, or the gunzip stream behind it. */
   source: Readable;
   totalBytes: number;
+  /** Where the file stream starts (a resumed read of a plain file): counted as read. */
+  bytesBefore: number;
 }
 
 /**
@@ -81,6 +204,9 @@ class StreamingInputReader implements InputReader {
   readonly totalBytes: number;
   readonly #parts: ReaderParts;
   readonly #chunks: AsyncIterator<Buffer>;
+  #decoder: Decoder;
+  /** Chunks read past a skipped prefix (the first one cut), decoded before the next chunk is read. */
+  #pending: Buffer[] = [];
   #items: (InputItem | undefined)[] = [];
   #head = 0;
   #ended = false;
@@ -90,20 +216,67 @@ class StreamingInputReader implements InputReader {
     this.#parts = parts;
     this.format = parts.format;
     this.totalBytes = parts.totalBytes;
+    this.#decoder = parts.decoder;
     this.#chunks = parts.source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   }
 
   get columns(): readonly string[] | null {
-    return this.#parts.decoder.columns;
+    return this.#decoder.columns;
   }
 
   get bytesRead(): number {
-    return this.#parts.file.bytesRead;
+    return this.#parts.bytesBefore + this.#parts.file.bytesRead;
   }
 
   /** Reads until the CSV header is known (or the input ends). */
   async readHeader(): Promise<void> {
-    while (this.#parts.decoder.columns === null && !this.#ended) await this.#fill();
+    while (this.#decoder.columns === null && !this.#ended) await this.#fill();
+  }
+
+  /**
+   * Drops the source's first `count` bytes unparsed, except that `header`, while it lacks the
+   * columns, is fed the chunks (its items dropped). Returns the last byte dropped, the byte after it
+   * (undefined at the end of the input) and how many bytes were dropped.
+   */
+  async skipPrefix(
+    count: number,
+    header: CsvDecoder | undefined,
+  ): Promise<{ before: number | undefined; at: number | undefined; skipped: number }> {
+    const dropped: InputItem[] = [];
+    const feedHeader = (chunk: Buffer | undefined): void => {
+      if (header === undefined || header.columns !== null) return;
+      if (chunk === undefined) header.end(dropped);
+      else header.write(chunk, dropped);
+      dropped.length = 0;
+    };
+    let left = count;
+    let before: number | undefined;
+    let at: number | undefined;
+    while (at === undefined) {
+      const chunk = await this.#nextChunk();
+      feedHeader(chunk);
+      if (chunk === undefined) return { before, at, skipped: count - left };
+      const cut = Math.min(left, chunk.length);
+      if (cut > 0) before = chunk[cut - 1];
+      left -= cut;
+      if (left === 0 && cut < chunk.length) {
+        this.#pending.push(chunk.subarray(cut));
+        at = chunk[cut];
+      }
+    }
+    // csv-parse may hold the end of a header that ends just before the start, waiting for more.
+    while (header !== undefined && header.columns === null) {
+      const chunk = await this.#nextChunk();
+      feedHeader(chunk);
+      if (chunk === undefined) break;
+      this.#pending.push(chunk);
+    }
+    return { before, at, skipped: count };
+  }
+
+  /** Decodes the rest of the input with `decoder` (after {@link skipPrefix}). */
+  decodeWith(decoder: Decoder): void {
+    this.#decoder = decoder;
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<InputItem, void, undefined> {
@@ -140,22 +313,28 @@ class StreamingInputReader implements InputReader {
   /** Reads the next chunk (or the end) into the item queue. */
   async #fill(): Promise<void> {
     const items: InputItem[] = [];
-    const { decoder } = this.#parts;
+    const decoder = this.#decoder;
+    const chunk = this.#pending.length > 0 ? this.#pending.shift() : await this.#nextChunk();
+    if (this.#closed) return;
+    if (chunk === undefined) {
+      this.#ended = true;
+      decoder.end(items);
+    } else {
+      decoder.write(chunk, items);
+    }
+    this.#items = items;
+    this.#head = 0;
+  }
+
+  /** The next chunk of the source, or undefined at its end. */
+  async #nextChunk(): Promise<Buffer | undefined> {
     let next: IteratorResult<Buffer>;
     try {
       next = await this.#chunks.next();
     } catch (error) {
       throw this.#readError(error);
     }
-    if (this.#closed) return;
-    if (next.done === true) {
-      this.#ended = true;
-      decoder.end(items);
-    } else {
-      decoder.write(next.value, items);
-    }
-    this.#items = items;
-    this.#head = 0;
+    return next.done === true ? undefined : next.value;
   }
 
   #readError(error: unknown): QuoteBatchError {
@@ -174,6 +353,19 @@ function readMaxRecordBytes(value: number | undefined): number {
     throw new QuoteBatchError('E_USAGE', `maxRecordBytes must be a positive integer, got ${String(value)}`);
   }
   return value;
+}
+
+/** Checks the shape of `start` (whether a record starts there is checked against the file). */
+function readStart(value: InputStart | undefined): InputStart | undefined {
+  if (value === undefined) return undefined;
+  const { offset, rowNumber, line } = value;
+  if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(rowNumber) || rowNumber < 1 || !Number.isSafeInteger(line) || line < 1) {
+    throw new QuoteBatchError(
+      'E_USAGE',
+      `start must be {offset >= 0, rowNumber >= 1, line >= 1} (integers), got ${JSON.stringify({ offset, rowNumber, line })}`,
+    );
+  }
+  return { offset, rowNumber, line };
 }
 
 function readDelimiter(value: string | undefined, format: InputFormat): string {

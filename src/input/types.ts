@@ -9,19 +9,41 @@ export interface InputOptions {
   delimiter?: string;
   /** Longest record accepted, in bytes; longer ones become row errors. Default 16 MiB. */
   maxRecordBytes?: number;
+  /**
+   * Begin reading at this record instead of the first: the `offset`, `rowNumber` and `line` of an
+   * item an earlier read of the same file produced. The CSV header is still read from the start;
+   * the bytes before `offset` are not parsed. Items then come out exactly as a full read would give
+   * them from that record on. A position that cannot be a record start in this file (at or past the
+   * end, inside the header, not right after a line break) makes openInput throw
+   * `QuoteBatchError('E_INPUT')`: read from the start instead.
+   */
+  start?: InputStart;
+}
+
+/** Where a resumed read begins: copied from the {@link InputItem} to begin at. */
+export interface InputStart {
+  /** The item's `offset`: byte offset of the record in the decompressed file. */
+  offset: number;
+  /** The item's `rowNumber`; later items are numbered on from it. */
+  rowNumber: number;
+  /** The item's `line`; later lines are counted on from it. */
+  line: number;
 }
 
 /**
  * One record read from the input, or the reason it could not be read.
  * `rowNumber` is the 1-based data row (CSV header excluded), counting error rows too, so every
  * record of the file gets exactly one number. `line` is the physical 1-based line where the
- * record starts (in CSV the header is line 1).
+ * record starts (in CSV the header is line 1). `offset` is the byte offset in the decompressed file
+ * where the record starts (its first byte, after any blank lines before it): with `rowNumber` and
+ * `line` it is a resume point ({@link InputOptions.start}).
  */
 export type InputItem =
   | {
       kind: 'record';
       rowNumber: number;
       line: number;
+      offset: number;
       /** CSV: every value is a string, keyed by header column; NDJSON: the parsed object. */
       record: Record<string, unknown>;
     }
@@ -29,6 +51,7 @@ export type InputItem =
       kind: 'error';
       rowNumber: number;
       line: number;
+      offset: number;
       /** Names the line and what was wrong, e.g. `line 42: wrong number of fields (expected 120, got 119)`. */
       message: string;
     };
@@ -38,7 +61,10 @@ export interface InputReader extends AsyncIterable<InputItem> {
   readonly format: InputFormat;
   /** CSV header columns (after BOM removal); null for NDJSON. Known as soon as openInput resolves. */
   readonly columns: readonly string[] | null;
-  /** Bytes of the file read so far (compressed bytes for .gz), for progress. */
+  /**
+   * Bytes of the file read so far (compressed bytes for .gz), for progress. A resumed read counts
+   * the bytes before its start as read.
+   */
   readonly bytesRead: number;
   /** Size of the file in bytes (compressed size for .gz). */
   readonly totalBytes: number;

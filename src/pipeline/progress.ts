@@ -20,7 +20,7 @@ export function createProgressReporter(io: Io, logger: Logger, mode: 'bar' | 'li
     const bar = new cliProgress.SingleBar(
       {
         stream: io.stderrTTYStream,
-        format: 'job {job} |{bar}| {percentage}% | {done} rows | {rate} rows/s | ETA {eta_formatted} | {states}',
+        format: 'job {job} |{bar}| {value}/{total} rows | {rate} rows/s | ETA {eta_formatted} | {states}',
         hideCursor: true,
         clearOnComplete: false,
         etaBuffer: 50,
@@ -31,14 +31,15 @@ export function createProgressReporter(io: Io, logger: Logger, mode: 'bar' | 'li
     return {
       intervalMs: 250,
       update: (s) => {
-        const payload = { job: s.jobId, done: s.rowsDoneThisRun, rate: rate(s).toFixed(0), states: statesLine(s) };
-        // The bar follows bytes read (the row total is unknown until the file has been read once).
-        const total = Math.max(1, s.totalBytes);
+        const payload = { job: s.jobId, rate: rate(s).toFixed(0), states: statesLine(s) };
+        const done = s.rowsSkipped + s.rowsDoneThisRun;
+        const total = Math.max(done, estimateTotalRows(s));
         if (!started) {
-          bar.start(total, s.bytesRead, payload);
+          bar.start(total, done, payload);
           started = true;
         } else {
-          bar.update(s.bytesRead, payload);
+          bar.setTotal(total);
+          bar.update(done, payload);
         }
       },
       stop: () => {
@@ -49,18 +50,34 @@ export function createProgressReporter(io: Io, logger: Logger, mode: 'bar' | 'li
   return {
     intervalMs: 5000,
     update: (s) => {
-      const pct = s.totalBytes > 0 ? Math.min(100, (100 * s.bytesRead) / s.totalBytes) : 0;
-      logger.info(`progress: job ${s.jobId} ${pct.toFixed(1)}% read, ${s.rowsDoneThisRun} rows done this run, ${rate(s).toFixed(1)} rows/s, ${statesLine(s)}`, {
+      const done = s.rowsSkipped + s.rowsDoneThisRun;
+      const total = Math.max(done, estimateTotalRows(s));
+      const r = rate(s);
+      const eta = r > 0 && total > done ? ` ETA ${Math.ceil((total - done) / r)} s,` : '';
+      logger.info(`progress: job ${s.jobId} ${done}/${total} rows, ${r.toFixed(1)} rows/s,${eta} ${statesLine(s)}`, {
         event: 'progress',
         job: s.jobId,
-        percent_read: Number(pct.toFixed(1)),
-        rows_done: s.rowsDoneThisRun,
-        rows_per_second: Number(rate(s).toFixed(1)),
+        rows_done: done,
+        rows_total_estimate: total,
+        rows_per_second: Number(r.toFixed(1)),
         ...s.counts,
       });
     },
     stop: () => {},
   };
+}
+
+/**
+ * The row total: known once a run has read the whole file; before that, estimated from the
+ * bytes read so far (rows per byte × file size).
+ */
+export function estimateTotalRows(s: ProgressSnapshot): number {
+  if (s.totalRows !== null) return s.totalRows;
+  // The last record's offset tracks parsing; bytesRead runs a chunk ahead. Offsets are of the
+  // decoded stream, so for a compressed file (offset past the file size) use bytesRead.
+  const position = s.lastOffset > 0 && s.lastOffset <= s.totalBytes ? s.lastOffset : s.bytesRead;
+  if (position <= 0 || s.rowsRead <= 0) return 0;
+  return Math.round((s.rowsRead * s.totalBytes) / position);
 }
 
 function rate(s: ProgressSnapshot): number {

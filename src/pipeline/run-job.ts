@@ -57,7 +57,11 @@ export interface ProgressSnapshot {
   rowsRead: number;
   /** Rows handled by this run (sent or recorded), excluding skipped ones. */
   rowsDoneThisRun: number;
+  /** Rows skipped because an earlier run finished them. */
+  rowsSkipped: number;
   bytesRead: number;
+  /** Decoded byte offset of the last record read (for estimating the row total). */
+  lastOffset: number;
   totalBytes: number;
   totalRows: number | null;
   elapsedMs: number;
@@ -335,7 +339,9 @@ class JobRunner {
       counts: { ...this.counts },
       rowsRead: this.rowsRead,
       rowsDoneThisRun: this.rowsDone,
+      rowsSkipped: this.rowsSkipped,
       bytesRead: this.reader.bytesRead,
+      lastOffset: this.lastRead?.offset ?? 0,
       totalBytes: this.reader.totalBytes,
       totalRows: this.job.total_rows,
       elapsedMs: Date.now() - this.startedAt,

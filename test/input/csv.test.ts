@@ -5,12 +5,12 @@ import { makeTempDir } from '../helpers/temp-dir.js';
 import { collect, fixture, readAll, summarize } from './_helpers.js';
 
 describe('CSV reader', () => {
-  it('reads a plain file: header columns, one object per row, row and line numbers', async () => {
+  it('reads a plain file: header columns, one object per row, row and line numbers, byte offsets', async () => {
     const { columns, items } = await readAll(fixture('basic.csv'));
     expect(columns).toEqual(['id', 'first_name', 'last_name', 'state']);
     expect(items).toEqual([
-      { kind: 'record', rowNumber: 1, line: 2, record: { id: '1', first_name: 'Ada', last_name: 'Testperson', state: 'TX' } },
-      { kind: 'record', rowNumber: 2, line: 3, record: { id: '2', first_name: 'Bob', last_name: 'Sampleman', state: 'CA' } },
+      { kind: 'record', rowNumber: 1, line: 2, offset: 30, record: { id: '1', first_name: 'Ada', last_name: 'Testperson', state: 'TX' } },
+      { kind: 'record', rowNumber: 2, line: 3, offset: 50, record: { id: '2', first_name: 'Bob', last_name: 'Sampleman', state: 'CA' } },
     ]);
   });
 

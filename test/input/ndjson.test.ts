@@ -10,8 +10,8 @@ describe('NDJSON reader', () => {
     expect(reader.format).toBe('ndjson');
     expect(reader.columns).toBeNull();
     expect(await collect(reader)).toEqual([
-      { kind: 'record', rowNumber: 1, line: 1, record: { id: 1, driver: { first_name: 'Ada', state: 'TX' } } },
-      { kind: 'record', rowNumber: 2, line: 2, record: { id: 2, driver: { first_name: 'Bob', state: 'CA' } } },
+      { kind: 'record', rowNumber: 1, line: 1, offset: 0, record: { id: 1, driver: { first_name: 'Ada', state: 'TX' } } },
+      { kind: 'record', rowNumber: 2, line: 2, offset: 52, record: { id: 2, driver: { first_name: 'Bob', state: 'CA' } } },
     ]);
   });
 

@@ -10,6 +10,7 @@ import { AGENTS_FILE, post, VALIDATE } from './_client.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'quote-batch.js');
 let dir: string;
+const children: ChildProcessWithoutNullStreams[] = [];
 
 beforeAll(() => {
   // Compile src/ to dist/ (the binary runs dist/cli.js). tsc emits even when another area has a
@@ -21,6 +22,8 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'quote-batch-sandbox-cli-'));
 }, 180_000); // a full compile on a busy 2-core machine
 afterAll(() => {
+  // A failed assertion must not leave a sandbox running.
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -36,6 +39,7 @@ interface Running {
 function spawnSandbox(args: string[], env: Record<string, string> = {}): Promise<Running> {
   const cleanEnv: Record<string, string> = { PATH: process.env.PATH ?? '', NO_COLOR: '1', ...env };
   const child = spawn(process.execPath, [BIN, 'sandbox', ...args], { cwd: dir, env: cleanEnv });
+  children.push(child);
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
