@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { QuoteBatchError } from '../errors.js';
+import { assertSafeBaseUrl } from '../partner/base-url.js';
 import type { Environment, Operation } from '../partner/types.js';
 
 export const ENVIRONMENTS = ['sandbox', 'uat', 'production'] as const satisfies readonly Environment[];
@@ -137,6 +138,8 @@ export function resolveConnection(
   }
 
   const baseUrl = flags.baseUrl ?? urls[environment] ?? null;
+  // Refuse an unsafe URL before anything (a ledger file, a job) is created.
+  if (baseUrl !== null) assertSafeBaseUrl(baseUrl);
   if (baseUrl === null && environment !== 'sandbox') {
     throw new QuoteBatchError('E_CONFIG', `no base URL for environment "${environment}"`, {
       hint: `set QUOTE_BATCH_${environment.toUpperCase()}_URL, or environments.${environment}.base_url in ${CONFIG_FILE_NAME}, or pass --base-url`,

@@ -176,10 +176,52 @@ function pad(value: number, width: number): string {
   return String(value).padStart(width, '0');
 }
 
+/**
+ * For a format made of exactly `YYYY`, `MM` and `DD` (and separators), such as `MM/DD/YYYY`: a
+ * regex whose groups are the year, month and day. Their text is already the output's text
+ * (fixed widths), so a date is checked and rewritten without building its parts.
+ */
+function compileFixedDate(format: string): ((text: string) => string | undefined) | undefined {
+  if (format === 'iso') return undefined;
+  const order: string[] = [];
+  let source = '';
+  let rest = format;
+  while (rest.length > 0) {
+    const token = ['YYYY', 'MM', 'DD'].find((name) => rest.startsWith(name));
+    if (token !== undefined) {
+      order.push(token);
+      source += token === 'YYYY' ? '(\\d{4})' : '(\\d{2})';
+      rest = rest.slice(token.length);
+    } else {
+      const char = rest[0] ?? '';
+      if (/[A-Za-z]/.test(char)) return undefined;
+      source += char.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      rest = rest.slice(1);
+    }
+  }
+  if (order.length !== 3 || new Set(order).size !== 3) return undefined;
+  const regex = new RegExp(`^${source}$`);
+  const y = order.indexOf('YYYY') + 1;
+  const m = order.indexOf('MM') + 1;
+  const d = order.indexOf('DD') + 1;
+  return (text) => {
+    const match = regex.exec(text);
+    if (match === null) return undefined;
+    const year = match[y] ?? '';
+    const month = match[m] ?? '';
+    const day = match[d] ?? '';
+    return isRealDate(Number(year), Number(month), Number(day)) ? `${year}-${month}-${day}` : undefined;
+  };
+}
+
 /** `type: date`: text in `format` → `YYYY-MM-DD`. */
 export function buildDate(format: string): Converter {
   const parse = compileFormat(format);
   const expected = `expected a date as ${format === 'iso' ? 'YYYY-MM-DD' : format}`;
+  const fixed = compileFixedDate(format);
+  if (fixed !== undefined) {
+    return (text) => fixed(text) ?? fail(`${expected}, got ${quoteValue(text)}`);
+  }
   return (text) => {
     const parts = parse(text);
     if (parts === undefined || !isRealDate(parts.year, parts.month, parts.day)) {
@@ -214,17 +256,33 @@ export function compileZone(zone: string | undefined): ZoneOffset {
   } catch {
     throw new Error(`unknown time zone "${zone}"`);
   }
-  // formatToParts is slow (tens of µs): offsets only change on quarter hours, so cache by them.
-  const cache = new Map<number, number>();
+  // formatToParts is slow (tens of µs). Offsets change only on quarter hours, and at most once in
+  // a day: a day whose first and last quarter hours have the same offset has it throughout, so
+  // that is cached per day; the quarter hours of a day with a change are cached one by one.
   const QUARTER_HOUR = 900_000;
-  return (utcMillis) => {
-    const bucket = Math.floor(utcMillis / QUARTER_HOUR);
-    const cached = cache.get(bucket);
+  const DAY = 86_400_000;
+  const byDay = new Map<number, number>();
+  const byQuarter = new Map<number, number>();
+  const offsetAtQuarter = (bucket: number): number => {
+    const cached = byQuarter.get(bucket);
     if (cached !== undefined) return cached;
-    if (cache.size > 50_000) cache.clear();
+    if (byQuarter.size > 50_000) byQuarter.clear();
     const offset = computeOffset(bucket * QUARTER_HOUR);
-    cache.set(bucket, offset);
+    byQuarter.set(bucket, offset);
     return offset;
+  };
+  return (utcMillis) => {
+    const day = Math.floor(utcMillis / DAY);
+    const sameAllDay = byDay.get(day);
+    if (sameAllDay !== undefined) return sameAllDay;
+    const first = offsetAtQuarter((day * DAY) / QUARTER_HOUR);
+    const last = offsetAtQuarter(((day + 1) * DAY) / QUARTER_HOUR - 1);
+    if (first === last) {
+      if (byDay.size > 50_000) byDay.clear();
+      byDay.set(day, first);
+      return first;
+    }
+    return offsetAtQuarter(Math.floor(utcMillis / QUARTER_HOUR));
   };
   function computeOffset(utcMillis: number): number {
     const values: Record<string, number> = {};

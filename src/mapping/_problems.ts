@@ -95,7 +95,7 @@ export class MappingProblems {
 
   private valueAt(path: YamlPath): unknown {
     const node = this.doc?.getIn(path, true);
-    if (node === undefined) return undefined;
+    if (node === undefined || node === null) return undefined;
     return isScalar(node) ? node.value : (node as { toJSON?: () => unknown }).toJSON?.();
   }
 

@@ -10,6 +10,7 @@ import type { z } from 'zod';
 import { QuoteBatchError } from '../errors.js';
 import { findUnknownEnumValues, KNOWN_VALUES, QuoteRequest, validateQuoteRequest } from '../partner/schemas.js';
 import { buildProbe } from './_fast-validate.js';
+import { generateFieldRunner, type FastText, type FieldRunner } from './_generate.js';
 import {
   buildBoolean, buildDate, buildTimestamp, convertDecimal, convertDigits, convertInteger, FAIL, failure,
   FORMAT_TOKENS, compileZone, type Converter,
@@ -44,9 +45,18 @@ export async function loadMapping(file: string): Promise<CompiledMapping> {
   return compileText(bytes.toString('utf8'), file, createHash('sha256').update(bytes).digest('hex'));
 }
 
+/** Options of {@link compileMapping}. */
+export interface CompileOptions {
+  /**
+   * Map rows by interpreting the compiled plan instead of running the code generated from it
+   * (same results, slower): the reference the generated code is tested against.
+   */
+  reference?: boolean;
+}
+
 /** Compiles mapping text (as found in `fileName`, which only names it in messages). */
-export function compileMapping(yamlText: string, fileName: string): CompiledMapping {
-  return compileText(yamlText, fileName, createHash('sha256').update(yamlText, 'utf8').digest('hex'));
+export function compileMapping(yamlText: string, fileName: string, options: CompileOptions = {}): CompiledMapping {
+  return compileText(yamlText, fileName, createHash('sha256').update(yamlText, 'utf8').digest('hex'), options.reference === true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -74,8 +84,12 @@ interface FieldPlan {
   known: ReadonlySet<string> | undefined;
   knownText: string;
   read: Reader;
+  /** A top-level CSV column that `read` reads (lets generated code read it directly). */
+  column: string | undefined;
   /** Turns the raw source into the request value, OMIT, or FAIL (reason in `failure`). */
   produce: (raw: unknown, row: RowState) => unknown;
+  /** The text steps of `produce`, for the generated code (undefined for literals and pass-through). */
+  fast: FastText | undefined;
 }
 
 interface InstancePlan {
@@ -85,6 +99,9 @@ interface InstancePlan {
   groups: GroupPlan[];
   trace: TraceEntry[];
   readKey: Reader;
+  /** Generated equivalents of `runFields(fields)` and `runFields(lateFields)` (see _generate.ts). */
+  runFields: FieldRunner<RowState>;
+  runLateFields: FieldRunner<RowState>;
 }
 
 interface GroupPlan {
@@ -108,11 +125,15 @@ interface RowState {
   errors: RowIssue[];
   warnings: RowIssue[];
   /** Which plan built each group element (for tracing schema issues to columns). */
-  elements: Map<object, { instance: InstancePlan; srcPrefix: string }>;
+  // A list, not a Map: it is read only when a row has a problem, and keying a Map by fresh objects
+  // costs an identity hash per element on every row.
+  elements: { element: object; instance: InstancePlan; srcPrefix: string }[];
   /** Set while a field is produced, so map misses can warn with the right path. */
   currentPath: string;
   currentColumns: readonly string[];
   currentKind: 'column' | 'field';
+  /** Run the interpreted reference (`runFields`) instead of the generated code (tests compare the two). */
+  reference: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,6 +225,8 @@ class Compiler {
       groups: groupPlans,
       trace,
       readKey,
+      runFields: buildFieldRunner(fieldsNow),
+      runLateFields: buildFieldRunner(lateFields),
     };
   }
 
@@ -305,7 +328,7 @@ class Compiler {
     return { read: buildPathReader(segments, relative), text, relative };
   }
 
-  compileSource(spec: FieldSpec, scope: Scope, at: YamlPath): Pick<FieldPlan, 'read' | 'sources' | 'relative' | 'kind'> & { isPass: boolean; isLiteral: boolean } | undefined {
+  compileSource(spec: FieldSpec, scope: Scope, at: YamlPath): Pick<FieldPlan, 'read' | 'sources' | 'relative' | 'kind'> & { isPass: boolean; isLiteral: boolean; column?: string } | undefined {
     const given = (['column', 'literal', 'template', 'path', 'pass'] as const).filter((key) => spec[key] !== undefined);
     if (given.length !== 1) {
       this.problems.add(at, given.length === 0
@@ -321,7 +344,7 @@ class Compiler {
         return { read: (_record, item) => (item as Rec | undefined)?.[column], sources: [column], relative: true, kind: 'field', isPass: false, isLiteral: false };
       }
       this.noteColumn(column, [...at, 'column']);
-      return { read: (record) => record[column], sources: [column], relative: false, kind: 'column', isPass: false, isLiteral: false };
+      return { read: (record) => record[column], column, sources: [column], relative: false, kind: 'column', isPass: false, isLiteral: false };
     }
     if (spec.literal !== undefined) {
       const literal = spec.literal;
@@ -371,8 +394,9 @@ class Compiler {
   compileField(spec: FieldSpec, scope: Scope, at: YamlPath, targetText: string, target: PathSegment[], kind: string): FieldPlan | undefined {
     const source = this.compileSource(spec, scope, at);
     if (source === undefined) return undefined;
-    const produce = this.compileProduce(spec, source, at, kind, targetText, scope);
-    if (produce === undefined) return undefined;
+    const produced = this.compileProduce(spec, source, at, kind, targetText, scope);
+    if (produced === undefined) return undefined;
+    const { produce, fast } = produced;
     const warns = spec.map !== undefined && spec.on_miss !== undefined && spec.on_miss !== 'error';
     const pattern = `${scope.label === '' ? '' : `${scope.label}.`}${targetText}`.replace(/\[\d+\]/g, '[]');
     const knownList = KNOWN_VALUES[pattern];
@@ -380,7 +404,7 @@ class Compiler {
       this.passCoversEnums = true;
     }
     return {
-      ...source, target, targetText, produce, warns, parent: 0, parentPath: target.slice(0, -1), leaf: String(target[target.length - 1]),
+      ...source, column: source.column, target, targetText, produce, fast, warns, parent: 0, parentPath: target.slice(0, -1), leaf: String(target[target.length - 1]),
       known: knownList === undefined ? undefined : new Set(knownList),
       knownText: knownList === undefined ? '' : knownList.join(', '),
     };
@@ -394,7 +418,7 @@ class Compiler {
     targetKind: string,
     targetText: string,
     scope: Scope,
-  ): FieldPlan['produce'] | undefined {
+  ): Pick<FieldPlan, 'produce' | 'fast'> | undefined {
     const conversions = (['trim', 'case', 'map', 'on_miss', 'type', 'format', 'zone', 'true', 'false'] as const).filter((k) => spec[k] !== undefined);
     if ((source.isPass || source.isLiteral) && conversions.length > 0) {
       this.problems.add([...at, conversions[0] ?? 'type'], `${source.isPass ? 'pass' : 'literal'} takes no conversion (${conversions.join(', ')})`,
@@ -459,11 +483,12 @@ class Compiler {
     }
     if (source.isPass || source.isLiteral) {
       const pass = source.isPass;
-      return (raw) => {
+      const produce: FieldPlan['produce'] = (raw) => {
         if (raw === undefined || raw === null || raw === '') return OMIT;
         if (pass && typeof raw === 'object') return Array.isArray(raw) ? [...(raw as unknown[])] : { ...(raw as Rec) };
         return raw;
       };
+      return { produce, fast: undefined };
     }
 
     const trim = spec.trim !== false;
@@ -521,7 +546,13 @@ class Compiler {
       return convert === undefined ? text : convert(text);
     };
 
-    return (raw, row) => {
+    // The same steps as fromText below, for the generated code (which calls `produce` for the rest).
+    const fast: FastText = {
+      trim, upper, lower, table, convert,
+      empty: hasDefault ? 'default' : required ? 'reference' : 'omit',
+      fallback,
+    };
+    const produce: FieldPlan['produce'] = (raw, row) => {
       if (typeof raw === 'string') {
         const text = trim ? raw.trim() : raw;
         if (text === '') return whenEmpty();
@@ -540,6 +571,7 @@ class Compiler {
       failure.message = `expected a single value, got ${Array.isArray(raw) ? 'a list' : 'an object'}`;
       return FAIL;
     };
+    return { produce, fast };
   }
 }
 
@@ -656,50 +688,95 @@ function getPath(root: unknown, segments: readonly PathSegment[]): unknown {
 function runInstance(
   instance: InstancePlan, out: Rec, record: Rec, item: unknown, row: RowState, base: string, srcPrefix: string,
 ): void {
-  runFields(instance.fields, out, record, item, row, base, srcPrefix);
+  if (row.reference) runFields(instance.fields, out, record, item, row, base, srcPrefix);
+  else instance.runFields(out, record, item, row, base, srcPrefix);
   for (const group of instance.groups) runGroup(group, out, record, item, row, base, srcPrefix);
-  if (instance.lateFields.length > 0) runFields(instance.lateFields, out, record, item, row, base, srcPrefix);
+  if (instance.lateFields.length > 0) {
+    if (row.reference) runFields(instance.lateFields, out, record, item, row, base, srcPrefix);
+    else instance.runLateFields(out, record, item, row, base, srcPrefix);
+  }
 }
 
+/**
+ * The reference way to map an instance's fields: interprets the plan. The generated code of
+ * {@link buildFieldRunner} does the same, faster; tests compare the two.
+ */
 function runFields(fields: readonly FieldPlan[], out: Rec, record: Rec, item: unknown, row: RowState, base: string, srcPrefix: string): void {
   const parents: (Rec | undefined)[] = [];
   for (const field of fields) {
     const raw = field.read(record, item);
-    if (field.warns) {
-      row.currentPath = base === '' ? field.targetText : `${base}.${field.targetText}`;
-      row.currentColumns = prefixSources(field.sources, field.relative, srcPrefix);
-      row.currentKind = field.kind;
-    }
     const warningsBefore = row.warnings.length;
-    const value = field.produce(raw, row);
+    const value = produceField(field, raw, row, base, srcPrefix);
     if (value === OMIT) continue;
     if (value === FAIL) {
-      const issue: RowIssue = {
-        path: base === '' ? field.targetText : `${base}.${field.targetText}`,
-        message: failure.message,
-        columns: prefixSources(field.sources, field.relative, srcPrefix),
-        sourceKind: field.kind,
-      };
-      if (raw !== undefined && raw !== null && typeof raw !== 'object' && (typeof raw !== 'string' || raw.trim() !== '')) issue.received = raw;
-      row.errors.push(issue);
+      reportFailure(field, raw, row, base, srcPrefix);
       continue;
     }
     let parent = parents[field.parent];
     if (parent === undefined) {
-      parent = field.parentPath.length === 0 ? out : ensurePath(out, field.parentPath, typeof field.target[field.target.length - 1] === 'number');
+      parent = ensureParent(field, out);
       parents[field.parent] = parent;
     }
     parent[field.leaf] = value;
-    if (field.known !== undefined && typeof value === 'string' && !field.known.has(value) && row.warnings.length === warningsBefore) {
-      row.warnings.push({
-        path: base === '' ? field.targetText : `${base}.${field.targetText}`,
-        message: `unknown value ${quoteValue(value)} (known: ${field.knownText})`,
-        columns: prefixSources(field.sources, field.relative, srcPrefix),
-        sourceKind: field.kind,
-        received: value,
-      });
+    if (field.known !== undefined && typeof value === 'string' && !field.known.has(value)) {
+      reportUnknown(field, value, row, warningsBefore, base, srcPrefix);
     }
   }
+}
+
+function produceField(field: FieldPlan, raw: unknown, row: RowState, base: string, srcPrefix: string): unknown {
+  if (field.warns) {
+    // A value-table miss warns with the field's path: the row must know it first.
+    row.currentPath = base === '' ? field.targetText : `${base}.${field.targetText}`;
+    row.currentColumns = prefixSources(field.sources, field.relative, srcPrefix);
+    row.currentKind = field.kind;
+  }
+  return field.produce(raw, row);
+}
+
+function reportFailure(field: FieldPlan, raw: unknown, row: RowState, base: string, srcPrefix: string): void {
+  const issue: RowIssue = {
+    path: base === '' ? field.targetText : `${base}.${field.targetText}`,
+    message: failure.message,
+    columns: prefixSources(field.sources, field.relative, srcPrefix),
+    sourceKind: field.kind,
+  };
+  if (raw !== undefined && raw !== null && typeof raw !== 'object' && (typeof raw !== 'string' || raw.trim() !== '')) issue.received = raw;
+  row.errors.push(issue);
+}
+
+function ensureParent(field: FieldPlan, out: Rec): Rec {
+  return field.parentPath.length === 0 ? out : ensurePath(out, field.parentPath, typeof field.target[field.target.length - 1] === 'number');
+}
+
+/** An enumerated word outside the known list warns, unless the field has already warned (value-table miss). */
+function reportUnknown(field: FieldPlan, value: string, row: RowState, warningsBefore: number, base: string, srcPrefix: string): void {
+  if (row.warnings.length !== warningsBefore) return;
+  row.warnings.push({
+    path: base === '' ? field.targetText : `${base}.${field.targetText}`,
+    message: `unknown value ${quoteValue(value)} (known: ${field.knownText})`,
+    columns: prefixSources(field.sources, field.relative, srcPrefix),
+    sourceKind: field.kind,
+    received: value,
+  });
+}
+
+/** Generates the code of `runFields(fields)` (see _generate.ts); the hooks are the reference's own steps. */
+function buildFieldRunner(fields: readonly FieldPlan[]): FieldRunner<RowState> {
+  const field = (i: number): FieldPlan => fields[i] as FieldPlan;
+  return generateFieldRunner<RowState>(
+    fields.map((f) => ({
+      column: f.column, read: f.read, fast: f.fast, parent: f.parent, parentIsOut: f.parentPath.length === 0, leaf: f.leaf, known: f.known,
+    })),
+    {
+      omit: OMIT,
+      fail: FAIL,
+      produce: (i, raw, row, base, srcPrefix) => produceField(field(i), raw, row, base, srcPrefix),
+      reportFailure: (i, raw, row, base, srcPrefix) => reportFailure(field(i), raw, row, base, srcPrefix),
+      ensureParent: (i, out) => ensureParent(field(i), out),
+      reportUnknown: (i, value, row, warningsBefore, base, srcPrefix) => reportUnknown(field(i), value as string, row, warningsBefore, base, srcPrefix),
+    },
+  );
 }
 
 function runGroup(group: GroupPlan, out: Rec, record: Rec, item: unknown, row: RowState, base: string, srcPrefix: string): void {
@@ -710,7 +787,7 @@ function runGroup(group: GroupPlan, out: Rec, record: Rec, item: unknown, row: R
       if (isEmpty(instance.readKey(record, item))) continue;
       list ??= [];
       const element: Rec = {};
-      row.elements.set(element, { instance, srcPrefix });
+      row.elements.push({ element, instance, srcPrefix });
       runInstance(instance, element, record, item, row, `${prefix}[${list.length}]`, srcPrefix);
       list.push(element);
     }
@@ -725,7 +802,7 @@ function runGroup(group: GroupPlan, out: Rec, record: Rec, item: unknown, row: R
         list ??= [];
         const built: Rec = {};
         const elementPrefix = `${sourceBase}[${j}]`;
-        row.elements.set(built, { instance, srcPrefix: elementPrefix });
+        row.elements.push({ element: built, instance, srcPrefix: elementPrefix });
         runInstance(instance, built, record, element, row, `${prefix}[${list.length}]`, elementPrefix);
         list.push(built);
       }
@@ -759,7 +836,7 @@ function traceColumns(root: InstancePlan, request: Rec, path: string, row: RowSt
     if (node === null || typeof node !== 'object') break;
     node = (node as Rec)[segments[i] as string];
     if (node !== null && typeof node === 'object') {
-      const owner = row.elements.get(node);
+      const owner = row.elements.find((e) => e.element === node);
       if (owner !== undefined) candidates.push({ instance: owner.instance, from: i + 1, srcPrefix: owner.srcPrefix });
     }
   }
@@ -789,7 +866,7 @@ function overlaps(path: string, other: string): boolean {
 
 // ---------------------------------------------------------------------------------------------
 
-function compileText(text: string, fileName: string, sha256: string): CompiledMapping {
+function compileText(text: string, fileName: string, sha256: string, reference = false): CompiledMapping {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
   const problems = new MappingProblems(fileName, doc, lineCounter);
@@ -800,6 +877,11 @@ function compileText(text: string, fileName: string, sha256: string): CompiledMa
     problems.addAt(pos.line, pos.col, `YAML: ${message}`, hint);
   }
   problems.throwIfAny();
+  if (doc.contents === null) {
+    throw new QuoteBatchError('E_MAPPING', `invalid mapping ${fileName}: the file is empty`, {
+      hint: 'start from mappings/example-csv.yaml; see docs/mapping.md',
+    });
+  }
   const parsed = MappingFile.safeParse(doc.toJS({ maxAliasCount: 100 }));
   if (!parsed.success) {
     problems.addZodIssues(parsed.error.issues);
@@ -867,7 +949,7 @@ function compileText(text: string, fileName: string, sha256: string): CompiledMa
   if (spec.input?.delimiter !== undefined) input.delimiter = spec.input.delimiter;
 
   const scratch = (rowNumber: number): RowState => ({
-    rowNumber, errors: [], warnings: [], elements: new Map(), currentPath: '', currentColumns: [], currentKind: 'column',
+    rowNumber, errors: [], warnings: [], elements: [], currentPath: '', currentColumns: [], currentKind: 'column', reference,
   });
 
   function readSide(field: FieldPlan | undefined, record: Rec, row: RowState): unknown {
@@ -940,8 +1022,8 @@ function compileText(text: string, fileName: string, sha256: string): CompiledMa
           }
         }
       }
-      const known = row.errors.slice(0, conversionErrors).map((e) => e.path);
       const schemaIssues = isValidRequest(request) ? [] : validateQuoteRequest(request);
+      const known = schemaIssues.length === 0 ? [] : row.errors.slice(0, conversionErrors).map((e) => e.path);
       for (const issue of schemaIssues) {
         // A value that failed conversion was left out: the schema's "missing" says it again.
         if (known.some((path) => overlaps(issue.path, path))) continue;
@@ -950,9 +1032,10 @@ function compileText(text: string, fileName: string, sha256: string): CompiledMa
         if (issue.received !== undefined) rowIssue.received = issue.received;
         row.errors.push(rowIssue);
       }
-      const warned = new Set(row.warnings.map((w) => w.path));
+      const enumWarnings = passCoversEnums ? findUnknownEnumValues(request) : [];
+      const warned = new Set(enumWarnings.length === 0 ? [] : row.warnings.map((w) => w.path));
       // Mapped words were checked field by field; only whole copied objects need a scan.
-      for (const warning of passCoversEnums ? findUnknownEnumValues(request) : []) {
+      for (const warning of enumWarnings) {
         if (warned.has(warning.path)) continue;
         const { columns, kind } = traceColumns(root, request, warning.path, row);
         row.warnings.push({ path: warning.path, message: warning.message, columns, sourceKind: kind, received: warning.value });

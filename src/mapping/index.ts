@@ -1,5 +1,5 @@
 // The mapping language: load and compile mapping files, map rows, format row issues.
-export { loadMapping, compileMapping } from './compile.js';
+export { loadMapping, compileMapping, type CompileOptions } from './compile.js';
 export { formatRowIssue } from './format.js';
 export type { CompiledMapping, MappedRow, RowIssue } from './types.js';
 export { resolveInputOptions } from './input-options.js';

@@ -4,6 +4,7 @@
  * and keeps what analysts need to explain an outcome (states, vehicles, coverage, pricing).
  */
 import type { StoreRequests } from '../config/index.js';
+import type { RowIssue } from '../mapping/index.js';
 
 export const MASK = '***';
 
@@ -46,4 +47,18 @@ function maskKeys(target: Record<string, unknown>, keys: readonly string[]): voi
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/** Request paths whose values are personal data (the same set {@link maskRequest} replaces). */
+const PERSONAL_PATH =
+  /^application\.drivers\[\d+\]\.(name\.(first_name|last_name|middle_name|suffix)|dob|contact_info\.(phone|email)|address\.address_line_[12]|driver_license\.id)$|^tracking\.consumer_source_ip$/;
+
+/**
+ * A row issue fit for the ledger: when it concerns a personal-data field, the offending value
+ * is replaced by {@link MASK} in the issue and in its message (`got "13/45/1990"` → `got "***"`).
+ */
+export function maskIssue(issue: RowIssue): RowIssue {
+  if (!PERSONAL_PATH.test(issue.path) || issue.received === undefined || issue.received === null) return issue;
+  const raw = typeof issue.received === 'string' ? issue.received : JSON.stringify(issue.received);
+  return { ...issue, received: MASK, message: raw === '' ? issue.message : issue.message.split(raw).join(MASK) };
 }

@@ -19,7 +19,7 @@ import type { QuoteSuccessResponse } from '../partner/schemas.js';
 import type { CallOutcome, Environment, Operation } from '../partner/types.js';
 import { TOOL_VERSION } from '../version.js';
 import { AgentResolver } from './agents.js';
-import { serializeRequest } from './mask.js';
+import { maskIssue, serializeRequest } from './mask.js';
 
 export interface PartnerTarget {
   client: PartnerClient;
@@ -369,7 +369,8 @@ class JobRunner {
   private classifyNewRow(mapped: MappedRow): RowState {
     const base = { rowNumber: mapped.rowNumber, rowKey: mapped.rowKey, agentEmail: mapped.agentEmail };
     if (mapped.errors.length > 0) {
-      const message = mapped.errors.map((issue) => formatRowIssue(mapped.rowNumber, issue)).join('; ');
+      const keep = this.options.storeRequests === 'full';
+      const message = mapped.errors.map((issue) => formatRowIssue(mapped.rowNumber, keep ? issue : maskIssue(issue))).join('; ');
       this.record(mapped.rowNumber, undefined, { ...base, state: 'invalid', errorCode: 'mapping_error', errorMessage: message });
       return 'invalid';
     }

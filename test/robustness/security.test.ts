@@ -1,0 +1,168 @@
+/**
+ * Security checks (issue item 6): the API key (from the environment or from --api-key-file) and
+ * personal values of the input never reach stdout, stderr (plain or --json-log), error output or
+ * any byte of a default ledger; ledger files are 0600 even under umask 000; `http://` base URLs
+ * are refused except on loopback; NODE_TLS_REJECT_UNAUTHORIZED=0 is refused at start-up.
+ * The crash, fault and bad-input suites run with the same canary key and search their outputs too.
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { SandboxHandle } from '../../src/sandbox/index.js';
+import { CLI, cliEnv, ensureBuilt, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+import { ledgerBytes, readLedger } from '../pipeline/_setup.js';
+import { CANARY_KEY, expectNoSecrets, expectPrivateLedger, startCanarySandbox } from './_shared.js';
+
+const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'robustness', 'security');
+const CSV = join(FIXTURES, 'canary-pii.csv');
+const MAPPING = join(FIXTURES, 'canary-pii.yaml');
+/** Personal values of the valid canary rows (names, date of birth, phone, licence id). */
+const PII = ['Canaryvale', 'Quillon', '1981-07-09', '1979-03-04', '5125550177', '555-0177', 'CNRYLIC9000'];
+/** The personal value of the invalid row 3: a malformed date of birth. */
+const BAD_DOB = '13/45/1961';
+
+describe('secrets and personal data', () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  let sandbox: SandboxHandle;
+
+  beforeAll(() => ensureBuilt());
+  beforeEach(async () => {
+    tmp = makeTempDir('quote-batch-security-');
+    sandbox = await startCanarySandbox();
+  });
+  afterEach(async () => {
+    await sandbox.close();
+    tmp.cleanup();
+  });
+
+  const run = (ledger: string, extra: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> =>
+    runCli(['run', CSV, '--mapping', MAPPING, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledger, ...extra], {
+      cwd: tmp.dir, env, timeoutMs: 60_000,
+    });
+
+  it('the key from the environment or a key file, and the valid rows\' personal data, stay out of logs and the ledger', async () => {
+    const keyFile = tmp.path('key.txt');
+    writeFileSync(keyFile, `${CANARY_KEY}\n`);
+    chmodSync(keyFile, 0o600);
+    const results: CliResult[] = [];
+    for (const [name, extra, env] of [
+      ['env-plain', [], { QUOTE_BATCH_API_KEY: CANARY_KEY }],
+      ['env-json', ['--json-log'], { QUOTE_BATCH_API_KEY: CANARY_KEY }],
+      ['file-plain', ['--api-key-file', keyFile], {}],
+      ['file-json', ['--api-key-file', keyFile, '--json-log'], {}],
+    ] as const) {
+      const ledger = tmp.path(`${name}.db`);
+      const result = await run(ledger, [...extra], env);
+      results.push(result);
+      expect(result.code, `${name}: ${result.stderr}`).toBe(1); // row 3 is invalid
+      expect(readLedger(ledger).states).toEqual({ succeeded: 2, invalid: 1 });
+      // Everything the operator sees, and every byte an analyst can open.
+      expectNoSecrets(name, [result], ledger, PII);
+      expectPrivateLedger(name, ledger);
+      // The other commands that read the ledger print nothing secret either.
+      for (const args of [['report', '--ledger', ledger], ['report', '--ledger', ledger, '--format', 'json'], ['export', '--ledger', ledger], ['jobs', '--ledger', ledger]]) {
+        const out = await runCli(args, { cwd: tmp.dir });
+        expect(out.code, `${args.join(' ')}: ${out.stderr}`).toBe(0);
+        expectNoSecrets(`${name} ${args.join(' ')}`, [out], undefined, PII);
+      }
+    }
+    expect(sandbox.stats().operations.quote.received).toBe(8);
+  });
+
+  it('error output holds no key: a wrong key (403), a refused base URL, a key file that is missing', async () => {
+    await sandbox.close();
+    sandbox = await startCanarySandbox();
+    const other = await startCanarySandbox();
+    await other.close(); // a port that refuses connections
+    const results = [
+      await run(tmp.path('a.db'), ['--json-log'], { QUOTE_BATCH_API_KEY: `${CANARY_KEY}-wrong` }),
+      await run(tmp.path('b.db'), ['--base-url', 'http://partner.example.com'], { QUOTE_BATCH_API_KEY: CANARY_KEY }),
+      await run(tmp.path('c.db'), ['--api-key-file', tmp.path('missing-key.txt')]),
+      await runCli(['agents', 'dana.whitfield@example.com', '--base-url', other.url, '--env', 'sandbox'], { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY }, timeoutMs: 60_000 }),
+    ];
+    expect(results.map((r) => r.code)).toEqual([3, 2, 2, results[3]!.code]);
+    expect(results[3]!.code).not.toBe(0);
+    for (const r of results) expect(r.stderr).not.toMatch(/internal error/);
+    expectNoSecrets('errors', results, undefined, PII);
+    expect(ledgerBytes(tmp.path('a.db'))).not.toContain(CANARY_KEY);
+  });
+
+  // The error message of an invalid row names the bad value; for personal data it is masked.
+  it('a malformed personal value of an invalid row stays out of the default ledger', async () => {
+    const ledger = tmp.path('masked.db');
+    const result = await run(ledger, ['--quiet'], { QUOTE_BATCH_API_KEY: CANARY_KEY });
+    expect(result.code).toBe(1);
+    expect(ledgerBytes(ledger)).not.toContain(BAD_DOB);
+  });
+
+  it('ledger files are 0600 even under umask 000', async () => {
+    const ledger = tmp.path('umask.db');
+    const result = await new Promise<{ code: number | null; stderr: string }>((resolveRun) => {
+      // A shell only to set the umask; the CLI runs as usual.
+      const child = spawn('/bin/sh', ['-c', 'umask 000 && exec "$0" "$@"', process.execPath, CLI, 'run', CSV, '--mapping', MAPPING, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledger, '--quiet'], {
+        cwd: tmp.dir, env: cliEnv({ QUOTE_BATCH_API_KEY: CANARY_KEY }), stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolveRun({ code, stderr });
+      });
+    });
+    expect(result.code, result.stderr).toBe(1);
+    expectPrivateLedger('umask 000', ledger);
+  });
+});
+
+describe('transport safety at start-up', () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  beforeAll(() => ensureBuilt());
+  beforeEach(() => {
+    tmp = makeTempDir('quote-batch-security-');
+  });
+  afterEach(() => tmp.cleanup());
+
+  const runWith = (baseUrl: string, env: Record<string, string | undefined> = {}): Promise<CliResult> =>
+    runCli(['run', CSV, '--mapping', MAPPING, '--base-url', baseUrl, '--env', 'uat', '--ledger', tmp.path('l.db'), '--quiet'], {
+      cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY, ...env }, timeoutMs: 60_000,
+    });
+
+  it.each(['http://partner.example.com', 'http://10.0.0.7:8080', 'http://192.168.1.20', 'http://localhost.example.com', 'http://127.0.0.1.nip.io'])(
+    'refuses the plain-HTTP base URL %s before any job is recorded or sent (exit 2)',
+    async (url) => {
+      const result = await runWith(url);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/https/);
+      expect(result.stderr).not.toContain(CANARY_KEY);
+      // The ledger may have been opened first, but no job is recorded.
+      if (existsSync(tmp.path('l.db'))) expect(readLedger(tmp.path('l.db')).jobs).toEqual([]);
+    },
+  );
+
+  it('accepts plain HTTP on loopback', async () => {
+    const sandbox = await startCanarySandbox();
+    try {
+      const result = await runWith(sandbox.url.replace('127.0.0.1', 'localhost'));
+      expect(result.code, result.stderr).toBe(1);
+    } finally {
+      await sandbox.close();
+    }
+  });
+
+  it('refuses to start when NODE_TLS_REJECT_UNAUTHORIZED=0, for any command (exit 2)', async () => {
+    for (const args of [
+      ['run', CSV, '--mapping', MAPPING, '--base-url', 'https://partner.example.com', '--env', 'uat', '--ledger', tmp.path('l.db')],
+      ['agents', 'dana.whitfield@example.com', '--base-url', 'https://partner.example.com', '--env', 'uat'],
+      ['check', CSV, '--mapping', MAPPING],
+    ]) {
+      const result = await runCli(args, { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY, NODE_TLS_REJECT_UNAUTHORIZED: '0' }, timeoutMs: 30_000 });
+      expect(result.code, args[0]).toBe(2);
+      expect(result.stderr).toMatch(/NODE_TLS_REJECT_UNAUTHORIZED/);
+      expect(result.stdout + result.stderr).not.toContain(CANARY_KEY);
+    }
+    expect(existsSync(tmp.path('l.db'))).toBe(false);
+  });
+});
