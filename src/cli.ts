@@ -21,7 +21,7 @@ export async function main(argv: readonly string[]): Promise<void> {
   };
   if (process.env.NODE_TLS_REJECT_UNAUTHORIZED === '0') {
     io.err('error: NODE_TLS_REJECT_UNAUTHORIZED=0 disables TLS verification; quote-batch refuses to run with it.\n');
-    io.err('hint: unset NODE_TLS_REJECT_UNAUTHORIZED (use --env sandbox or a loopback base URL for local tests)\n');
+    io.err('hint: unset NODE_TLS_REJECT_UNAUTHORIZED; the sandbox and loopback base URLs use plain HTTP and need no TLS setting\n');
     process.exitCode = 2;
     return;
   }

@@ -55,6 +55,8 @@ export async function openPartner(
   io: Io,
   clientOptions: Partial<PartnerClientOptions>,
   config: LoadedConfig,
+  /** Where to say that the embedded sandbox started (the run's logger, so --json-log stays JSON). */
+  notify: (message: string) => void = (message) => io.err(`${message}\n`),
 ): Promise<PartnerConnection> {
   let baseUrl = settings.baseUrl;
   let closeSandbox = async (): Promise<void> => {};
@@ -66,7 +68,7 @@ export async function openPartner(
     });
     baseUrl = sandbox.url;
     closeSandbox = () => sandbox.close();
-    io.err(`started the embedded sandbox on ${sandbox.url} (--env sandbox; no partner account needed)\n`);
+    notify(`started the embedded sandbox on ${sandbox.url} (--env sandbox; no partner account needed)`);
   }
   const client = createPartnerClient({ ...clientOptions, baseUrl, apiKey: settings.apiKey });
   return {

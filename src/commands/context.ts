@@ -24,12 +24,14 @@ export function parseCount(flag: string): (value: string) => number {
   };
 }
 
-/** Parses a number in [min, max]; throws a usage error naming the flag. */
-export function parseNumberIn(flag: string, min: number, max: number): (value: string) => number {
+/** Parses a number in [min, max] (an integer when `integer`); throws a usage error naming the flag. */
+export function parseNumberIn(flag: string, min: number, max: number, integer = false): (value: string) => number {
   return (value: string) => {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
-      throw new InvalidArgumentError(`${flag} expects a number from ${min} to ${max}, got "${value}"`);
+    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+      const what = integer ? 'an integer' : 'a number';
+      const range = max >= Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+      throw new InvalidArgumentError(`${flag} expects ${what} ${range}, got "${value}"`);
     }
     return n;
   };

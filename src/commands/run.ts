@@ -7,10 +7,10 @@ import { createLogger } from '../log.js';
 import { loadMapping } from '../mapping/index.js';
 import type { Operation } from '../partner/types.js';
 import { createProgressReporter } from '../pipeline/progress.js';
-import { runJob } from '../pipeline/run-job.js';
+import { checkInputHeader, runJob } from '../pipeline/run-job.js';
 import { formatSummary } from '../pipeline/summary.js';
 import { openPartner } from './_connect.js';
-import { parseCount, parseNumberIn, type RegisterCommand } from './context.js';
+import { parseNumberIn, type RegisterCommand } from './context.js';
 
 interface RunFlags {
   mapping: string;
@@ -52,7 +52,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     .option('--rate <n>', 'at most N requests per second, 0 = no cap (default 0)', parseNumberIn('--rate', 0, 1e6))
     .option('--max-attempts <n>', 'attempts per request for retryable failures (default 5)', parseNumberIn('--max-attempts', 1, 100))
     .option('--timeout <ms>', 'whole-request time-out in ms (default 30000)', parseNumberIn('--timeout', 1, 3_600_000))
-    .option('--limit <n>', 'process at most the first N rows', parseCount('--limit'))
+    .option('--limit <n>', 'process at most the first N rows', parseNumberIn('--limit', 1, Number.MAX_SAFE_INTEGER, true))
     .option('--fresh', 'start a new job even when an unfinished one matches')
     .option('--retry-failed', 'resend rows left failed by an earlier run (default)')
     .option('--no-retry-failed', 'leave rows left failed by an earlier run alone')
@@ -92,6 +92,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     const connectionFlags = { env: flags.env, baseUrl: flags.baseUrl, apiKeyFile: flags.apiKeyFile, config: flags.config };
     const connection = resolveConnection(connectionFlags, io.env, config, io.cwd);
 
+    // A missing column or unreadable input is a usage error before any ledger file is created.
+    await checkInputHeader(inputPath, mapping);
     const ledger = Ledger.open(ledgerPath);
     const progress = createProgressReporter(
       io,
@@ -112,7 +114,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
             maxAttempts: settings.maxAttempts,
             rate: settings.rate,
             maxConsecutiveFailures: settings.maxConsecutiveFailures,
-          }, config);
+          }, config, (message) => logger.info(message, { event: 'sandbox_started' }));
           return { client: c.client, baseUrl: c.baseUrl, close: c.close };
         },
         concurrency,

@@ -140,7 +140,11 @@ export class Ledger {
       migrate(db, path, readonly);
     } catch (error) {
       db.close();
-      throw error;
+      if (error instanceof QuoteBatchError) throw error;
+      throw new QuoteBatchError('E_LEDGER', `cannot open ledger ${path}: ${(error as Error).message}`, {
+        cause: error,
+        hint: 'pass --ledger <file> naming a quote-batch ledger (a SQLite file written by `quote-batch run`)',
+      });
     }
     if (!readonly) {
       // SQLite gives -wal/-shm the database file's mode; make sure of it once they exist.

@@ -985,6 +985,11 @@ function compileText(text: string, fileName: string, sha256: string, reference =
         lines.push(`${fileName}${line > 0 ? `:${line}` : ''}: the input has no column "${column}"${close === undefined ? '' : ` (did you mean "${close}"?)`}`);
       }
       if (missing.length > 10) lines.push(`... and ${missing.length - 10} more`);
+      // One header column holding another separator: the file is not comma-separated.
+      const separator = header.length === 1 ? [';', '\t', '|'].find((c) => header[0]?.includes(c)) : undefined;
+      if (separator !== undefined) {
+        hint = `the header is one column containing ${JSON.stringify(separator)}: add \`input: { delimiter: ${JSON.stringify(separator)} }\` to the mapping (docs/mapping.md, "Input hints")`;
+      }
       if (missing.length > 0) {
         throw new QuoteBatchError('E_MAPPING', `the mapping names ${missing.length} column(s) the input does not have:\n  ${lines.join('\n  ')}`, {
           hint: hint ?? `the input's columns are: ${header.slice(0, 12).join(', ')}${header.length > 12 ? ', …' : ''}`,

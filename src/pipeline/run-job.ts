@@ -81,6 +81,8 @@ export interface RunJobResult {
   newlyInDoubt: number;
   agentCalls: number;
   rowsSkipped: number;
+  /** The --limit that stopped this run before the end of the file, if any. */
+  limitedTo: number | null;
   durationMs: number;
   exitCode: 0 | 1 | 3;
 }
@@ -96,6 +98,16 @@ export async function sha256File(path: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
   return hash.digest('hex');
+}
+
+/** Opens the input and checks the mapping's columns against its header, then closes it. */
+export async function checkInputHeader(inputPath: string, mapping: CompiledMapping): Promise<void> {
+  const reader = await openInput(inputPath, resolveInputOptions(inputPath, mapping));
+  try {
+    if (reader.columns !== null) mapping.checkColumns(reader.columns);
+  } finally {
+    await reader.close();
+  }
 }
 
 export function exitCodeFor(end: RunEnd, counts: Record<RowState, number>): 0 | 1 | 3 {
@@ -123,7 +135,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         logger.info(`job ${done.id} already completed on ${done.finished_at ?? '?'}: nothing to send (use --fresh to run it again)`);
         return {
           job: done, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null,
-          counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, durationMs: Date.now() - started,
+          counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
           exitCode: exitCodeFor('completed', counts),
         };
       }
@@ -178,6 +190,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         newlyInDoubt,
         agentCalls: runner.agentCalls,
         rowsSkipped: runner.rowsSkipped,
+        limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
       };
@@ -224,6 +237,7 @@ class JobRunner {
   private pendingInserts: NewRow[] = [];
   private pendingKeys = new Set<string>();
   rowsSkipped: number;
+  stoppedByLimit = false;
   private rowsRead: number;
   /**
    * Rows read by this run that are not final yet, in file order, for the resume point: the
@@ -233,6 +247,7 @@ class JobRunner {
   private readonly openSet = new Set<number>();
   private lastRead: ResumePoint | undefined;
   private resumePoint: ResumePoint | undefined;
+  private totalRows: number | null;
   private rowsDone = 0;
   private readonly startedAt = Date.now();
 
@@ -247,6 +262,7 @@ class JobRunner {
     this.rowsRead = start === undefined ? 0 : start.rowNumber - 1;
     this.rowsSkipped = this.rowsRead;
     this.resumePoint = start;
+    this.totalRows = job.total_rows;
     this.ledger = options.ledger;
     this.jobId = job.id;
     this.counts = this.ledger.countsByState(job.id);
@@ -284,6 +300,7 @@ class JobRunner {
         }
         if (options.limit !== undefined && item.rowNumber > options.limit) {
           readToEnd = false;
+          this.stoppedByLimit = true;
           break;
         }
         this.rowsRead = item.rowNumber;
@@ -310,7 +327,10 @@ class JobRunner {
         void task.finally(() => inFlight.delete(task));
       }
       this.flushInserts();
-      if (readToEnd) this.ledger.setTotalRows(this.jobId, this.rowsRead);
+      if (readToEnd) {
+        this.ledger.setTotalRows(this.jobId, this.rowsRead);
+        this.totalRows = this.rowsRead;
+      }
       await Promise.all(inFlight);
       this.saveResumePoint();
     } catch (error) {
@@ -343,7 +363,7 @@ class JobRunner {
       bytesRead: this.reader.bytesRead,
       lastOffset: this.lastRead?.offset ?? 0,
       totalBytes: this.reader.totalBytes,
-      totalRows: this.job.total_rows,
+      totalRows: this.totalRows,
       elapsedMs: Date.now() - this.startedAt,
     };
   }

@@ -3,11 +3,20 @@ import type { Ledger } from '../ledger/index.js';
 import { ROW_STATES } from '../ledger/index.js';
 import type { RunJobResult } from './run-job.js';
 
-const MEANING: Record<number, string> = {
-  0: 'job completed; every row succeeded (or was a duplicate)',
-  1: 'job completed; some rows need their data fixed (invalid, rejected or agent_invalid)',
-  3: 'job not completed; run the same command again to resume',
-};
+/** The closing line: what the exit code means and, for 3, what to do next. */
+export function nextStep(result: RunJobResult): string {
+  if (result.exitCode === 0) return 'job completed; every row succeeded (or was a duplicate)';
+  if (result.exitCode === 1) return 'job completed; some rows need their data fixed (invalid, rejected or agent_invalid)';
+  const reason = result.haltReason ?? '';
+  if (reason.startsWith('403')) return 'job not completed: the partner refused the API key; fix QUOTE_BATCH_API_KEY / --api-key-file or --env, then run again';
+  if (reason.startsWith('circuit')) return 'job not completed: the partner looks down; run the same command again later to resume';
+  if (result.end === 'interrupted') return 'job not completed (interrupted); run the same command again to resume';
+  if (result.limitedTo !== null) return `job not completed: this run was limited to the first ${result.limitedTo} rows; run without --limit to send the rest`;
+  const { failed, in_doubt: inDoubt, pending } = result.counts;
+  if (failed + pending > 0) return `job not completed: ${failed + pending} row(s) still to send; run the same command again to resume`;
+  if (inDoubt > 0) return `job not completed: ${inDoubt} row(s) in doubt; check them with the partner, then run again with --resend-in-doubt if they were not received`;
+  return 'job not completed; run the same command again to resume';
+}
 
 export function formatSummary(result: RunJobResult, ledger: Ledger): string {
   const { job, counts } = result;
@@ -40,7 +49,7 @@ export function formatSummary(result: RunJobResult, ledger: Ledger): string {
       `  quote-batch export --ledger ${ledger.path} --job ${job.id} --status in_doubt`,
       'and re-run with --resend-in-doubt only once you know they were not received.');
   }
-  lines.push('', `exit ${result.exitCode}: ${MEANING[result.exitCode] ?? ''}`, '');
+  lines.push('', `exit ${result.exitCode}: ${nextStep(result)}`, '');
   return lines.join('\n');
 }
 

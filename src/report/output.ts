@@ -1,6 +1,7 @@
 /** What the report, export and jobs commands share: finding the ledger and writing `--out` files. */
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { loadConfig } from '../config/index.js';
 import { QuoteBatchError } from '../errors.js';
 import { Ledger } from '../ledger/index.js';
 
@@ -8,7 +9,8 @@ import { Ledger } from '../ledger/index.js';
 export const DEFAULT_LEDGER_FILE = 'quote-batch.db';
 
 export function resolveLedgerPath(cwd: string, flag: string | undefined): string {
-  return resolve(cwd, flag ?? DEFAULT_LEDGER_FILE);
+  // The same ledger `run` writes: --ledger, else the config file's defaults.ledger, else ./quote-batch.db.
+  return resolve(cwd, flag ?? loadConfig(undefined, cwd).file.defaults?.ledger ?? DEFAULT_LEDGER_FILE);
 }
 
 /**
