@@ -64,10 +64,11 @@ export interface CallOptions {
    */
   signal?: AbortSignal;
   /**
-   * Called synchronously right before each attempt leaves, after all waits: the pipeline marks the
-   * row `in_flight` here. If it throws, nothing is sent and the call rejects with that error.
+   * Called right before each attempt leaves, after all waits, and awaited: the pipeline durably
+   * marks the row `in_flight` here. If it throws (or rejects), nothing is sent and the call rejects
+   * with that error.
    */
-  beforeSend?: (attempt: number) => void;
+  beforeSend?: (attempt: number) => void | Promise<void>;
   /** Called after each attempt with its record (also found in `outcome.attempts`). */
   onAttempt?: (attempt: AttemptRecord) => void;
 }
@@ -248,7 +249,7 @@ class GotPartnerClient implements PartnerClient {
       if (permit === 'aborted') return finish('retryable', 'aborted', notSent('stopped while waiting'));
 
       try {
-        options.beforeSend?.(attempt);
+        await options.beforeSend?.(attempt);
       } catch (error) {
         this.#breaker.release(permit);
         throw error;

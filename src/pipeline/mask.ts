@@ -14,35 +14,45 @@ export function serializeRequest(request: Record<string, unknown>, mode: StoreRe
   return JSON.stringify(maskRequest(request));
 }
 
-/** Returns a copy of `request` with personal data replaced by {@link MASK}; never mutates it. */
+/**
+ * Returns a copy of `request` with personal data replaced by {@link MASK}; never mutates it.
+ * Only the objects on the way to a masked value are copied (shallowly): this runs once per row.
+ */
 export function maskRequest(request: Record<string, unknown>): Record<string, unknown> {
-  const copy = structuredClone(request);
-  const application = asRecord(copy.application);
-  const drivers = application?.drivers;
-  if (Array.isArray(drivers)) {
-    for (const value of drivers) {
-      const driver = asRecord(value);
-      if (driver === undefined) continue;
-      const name = asRecord(driver.name);
-      if (name !== undefined) maskKeys(name, ['first_name', 'last_name', 'middle_name', 'suffix']);
-      maskKeys(driver, ['dob']);
-      const contact = asRecord(driver.contact_info);
-      if (contact !== undefined) maskKeys(contact, ['phone', 'email']);
-      const address = asRecord(driver.address);
-      if (address !== undefined) maskKeys(address, ['address_line_1', 'address_line_2']);
-      const licence = asRecord(driver.driver_license);
-      if (licence !== undefined) maskKeys(licence, ['id']);
-    }
+  const copy: Record<string, unknown> = { ...request };
+  const application = asRecord(request.application);
+  if (application !== undefined && Array.isArray(application.drivers)) {
+    copy.application = { ...application, drivers: application.drivers.map(maskDriver) };
   }
-  const tracking = asRecord(copy.tracking);
-  if (tracking !== undefined) maskKeys(tracking, ['consumer_source_ip']);
+  const tracking = asRecord(request.tracking);
+  if (tracking !== undefined) copy.tracking = masked(tracking, ['consumer_source_ip']);
   return copy;
 }
 
-function maskKeys(target: Record<string, unknown>, keys: readonly string[]): void {
-  for (const key of keys) {
-    if (target[key] !== undefined && target[key] !== null && target[key] !== '') target[key] = MASK;
+function maskDriver(value: unknown): unknown {
+  const driver = asRecord(value);
+  if (driver === undefined) return value;
+  const copy = masked(driver, ['dob']);
+  const parts: [string, readonly string[]][] = [
+    ['name', ['first_name', 'last_name', 'middle_name', 'suffix']],
+    ['contact_info', ['phone', 'email']],
+    ['address', ['address_line_1', 'address_line_2']],
+    ['driver_license', ['id']],
+  ];
+  for (const [key, keys] of parts) {
+    const part = asRecord(driver[key]);
+    if (part !== undefined) copy[key] = masked(part, keys);
   }
+  return copy;
+}
+
+/** A shallow copy of `target` with the non-empty values of `keys` replaced by {@link MASK}. */
+function masked(target: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const copy = { ...target };
+  for (const key of keys) {
+    if (copy[key] !== undefined && copy[key] !== null && copy[key] !== '') copy[key] = MASK;
+  }
+  return copy;
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {

@@ -236,6 +236,16 @@ class JobRunner {
   private haltReason: string | null = null;
   private pendingInserts: NewRow[] = [];
   private pendingKeys = new Set<string>();
+  /**
+   * Ledger writes of row tasks (in_flight marks, outcomes), committed together in one
+   * transaction per event-loop turn: with 64 rows in flight, one commit instead of 128.
+   * A task awaits the commit of its write before its request leaves, so `in_flight` is still
+   * durable first, and at most one row per slot is ever `in_flight`.
+   */
+  private writeQueue: (() => void)[] = [];
+  private writeCommit: Promise<void> | null = null;
+  private resolveCommit: (() => void) | null = null;
+  private rejectCommit: ((error: unknown) => void) | null = null;
   rowsSkipped: number;
   stoppedByLimit = false;
   private rowsRead: number;
@@ -424,6 +434,43 @@ class JobRunner {
     this.pendingKeys = new Set();
   }
 
+  /** Queues a ledger write; resolves once it is committed. */
+  private write(op: () => void): Promise<void> {
+    this.writeQueue.push(op);
+    if (this.writeCommit === null) {
+      this.writeCommit = new Promise<void>((resolve, reject) => {
+        this.resolveCommit = resolve;
+        this.rejectCommit = reject;
+      });
+      setImmediate(() => this.commitWrites());
+    }
+    return this.writeCommit;
+  }
+
+  /** Commits every queued write now (also called before the resume point is saved). */
+  private commitWrites(): void {
+    const ops = this.writeQueue;
+    const resolve = this.resolveCommit;
+    const reject = this.rejectCommit;
+    this.writeQueue = [];
+    this.writeCommit = null;
+    this.resolveCommit = null;
+    this.rejectCommit = null;
+    if (ops.length === 0) {
+      resolve?.();
+      return;
+    }
+    try {
+      this.ledger.db.transaction(() => {
+        this.flushInserts(); // rows must exist before they are marked
+        for (const op of ops) op();
+      })();
+      resolve?.();
+    } catch (error) {
+      reject?.(error);
+    }
+  }
+
   private holdResumePoint(position: ResumePoint): void {
     this.openRows.push(position);
     this.openSet.add(position.rowNumber);
@@ -440,6 +487,8 @@ class JobRunner {
     this.openRows.splice(0, head);
     const point = this.openRows[0] ?? this.lastRead;
     if (point === undefined || (this.resumePoint !== undefined && point.rowNumber <= this.resumePoint.rowNumber)) return;
+    // Rows before the point were released when their outcome was queued: make those durable.
+    this.commitWrites();
     this.flushInserts();
     this.ledger.setResumePoint(this.jobId, point);
     this.resumePoint = point;
@@ -455,11 +504,11 @@ class JobRunner {
 
   private async sendRow(mapped: MappedRow, initial: RowState): Promise<void> {
     let current = initial;
-    const finish = (row: Parameters<Ledger['recordOutcome']>[3], outcome?: CallOutcome<QuoteSuccessResponse>): void => {
-      this.flushInserts();
-      this.ledger.recordOutcome(this.jobId, this.runId, mapped.rowNumber, row, outcome?.attempts ?? []);
+    const finish = (row: Parameters<Ledger['recordOutcome']>[3], outcome?: CallOutcome<QuoteSuccessResponse>): Promise<void> => {
+      const committed = this.write(() => this.ledger.recordOutcome(this.jobId, this.runId, mapped.rowNumber, row, outcome?.attempts ?? []));
       this.transition(current, row.state, mapped.rowNumber);
       current = row.state;
+      return committed;
     };
     if (this.halt.signal.aborted) return;
     const { rowNumber, request } = mapped;
@@ -476,7 +525,7 @@ class JobRunner {
         // Stopped, or the breaker halted, before validation was sent: nothing was decided.
         if (agent.kind === 'failed' && (agent.errorCode === 'aborted' || agent.errorCode === 'circuit_open')) return;
         const state: RowState = agent.kind === 'invalid' ? 'agent_invalid' : agent.kind === 'bad_request' ? 'invalid' : 'failed';
-        finish({
+        await finish({
           state,
           attempts: 0,
           httpStatus: agent.kind === 'invalid' ? 200 : agent.httpStatus,
@@ -494,10 +543,9 @@ class JobRunner {
     const requestJson = serializeRequest(request, this.options.storeRequests);
     const outcome = await this.client.submit(this.options.operation, request, {
       signal: this.halt.signal,
-      beforeSend: () => {
+      beforeSend: async () => {
         if (marked) return;
-        this.flushInserts(); // the row must exist before it can be marked
-        ledger.markInFlight(jobId, rowNumber, agentId, requestJson);
+        await this.write(() => ledger.markInFlight(jobId, rowNumber, agentId, requestJson));
         this.transition(current, 'in_flight');
         current = 'in_flight';
         marked = true;
@@ -512,10 +560,10 @@ class JobRunner {
     }
     if (outcome.kind === 'forbidden') {
       this.onForbidden(outcome.message);
-      finish({ state: 'pending', attempts: attempts.length, httpStatus: 403, errorCode: 'forbidden', errorMessage: outcome.message }, outcome);
+      await finish({ state: 'pending', attempts: attempts.length, httpStatus: 403, errorCode: 'forbidden', errorMessage: outcome.message }, outcome);
       return;
     }
-    finish(outcomeToRow(outcome, agentId), outcome);
+    await finish(outcomeToRow(outcome, agentId), outcome);
   }
 
   private onForbidden(message: string): void {

@@ -234,7 +234,7 @@ describe('Retry-After and the shared pause', () => {
     const sentAt: number[] = [];
     const outcome = keep(
       await makeClient().submit('quote', VALID_QUOTE, {
-        beforeSend: () => sentAt.push(performance.now()),
+        beforeSend: () => void sentAt.push(performance.now()),
         onAttempt: () => sandbox.setFaults({ throttleRate: 0 }),
       }),
     );
@@ -293,7 +293,7 @@ describe('rate cap and circuit breaker', () => {
     const sentAt: number[] = [];
     const outcomes = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
-        client.submit('quote', quoteWithKey(`click-rate-${i}`), { beforeSend: () => sentAt.push(performance.now()) }),
+        client.submit('quote', quoteWithKey(`click-rate-${i}`), { beforeSend: () => void sentAt.push(performance.now()) }),
       ),
     );
     outcomes.forEach(keep);
