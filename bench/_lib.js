@@ -72,17 +72,27 @@ export async function startSandbox({ agentsFile, latencyMs = 0 }) {
     child.once('exit', (code) => reject(new Error(`the sandbox exited with ${code}:\n${output}`)));
   });
   child.removeAllListeners('exit');
+  // Keep the sandbox's last output: if it dies during a scenario, the error says why.
+  child.stdout.on('data', (chunk) => (output = (output + chunk).slice(-4000)));
+  child.stderr.on('data', (chunk) => (output = (output + chunk).slice(-4000)));
+  let exitStatus = null;
+  child.once('exit', (code, signal) => (exitStatus = { code, signal }));
+  const checkAlive = () => {
+    if (exitStatus !== null) throw new Error(`the sandbox (pid ${child.pid}) exited (${JSON.stringify(exitStatus)}); its last output:\n${output}`);
+  };
   return {
     url,
     pid: child.pid,
     cpuSeconds: () => cpuSecondsOf(child.pid),
     /** Operation counters only (the per-lead map is dropped: it holds one entry per lead). */
     async stats() {
+      checkAlive();
       const response = await fetch(`${url}/__sandbox/stats`);
       const body = await response.json();
       return { operations: body.operations, statuses: body.statuses, faults: body.faults };
     },
     async reset() {
+      checkAlive();
       await fetch(`${url}/__sandbox/reset`, { method: 'POST' });
     },
     stop: () =>

@@ -22,7 +22,7 @@
 // Prints a table (figure, value, target, met?) and writes bench/results/latest.json (a full run
 // of every scenario) or bench/data/results-<mode>.json (--quick / --only), with the machine's
 // description and load average: the machine may be shared, so read ratios measured in one run.
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { join, relative } from 'node:path';
@@ -81,6 +81,26 @@ async function ensureLeads(rows) {
   writeFileSync(metaFile, JSON.stringify(meta));
   log(`  done in ${seconds((performance.now() - t0) / 1000)} (${mb(statSync(file).size / 2 ** 20)})`);
   return file;
+}
+
+/**
+ * A fingerprint of dist/ (names, sizes, modification times): the suite measures whatever is built,
+ * and on a shared checkout a rebuild during the suite would mix two versions in one results file.
+ */
+function fingerprintDist() {
+  const hash = createHash('sha256');
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.js')) {
+        const stat = statSync(path);
+        hash.update(`${relative(ROOT, path)} ${stat.size} ${stat.mtimeMs}\n`);
+      }
+    }
+  };
+  walk(join(ROOT, 'dist'));
+  return hash.digest('hex').slice(0, 12);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -166,7 +186,18 @@ async function benchLatency(files) {
       const rate = rows / result.wallS;
       const steady = window ? window.quotes / window.seconds : null;
       agentRuns.push({ scenario: 'latency', validateCalls: stats.operations.validate.received, distinctEmails: ledger.distinctAgents });
+      // The same rows through the bare got loop at the same concurrency: how near the ceiling a
+      // client with no ledger, mapping or validation gets on this machine.
+      log(`latency: bare got loop, ${rows} requests, concurrency ${LATENCY.concurrency}…`);
+      const bare = await measureNode(
+        [join(ROOT, 'bench', 'got-loop.js'), files.small, '--mapping', MAPPING, '--base-url', sandbox.url, '--agents', AGENTS,
+          '--limit', String(rows), '--concurrency', String(LATENCY.concurrency)],
+        { timeoutS: CAP.latency },
+      );
+      const bareOut = parseJsonLine(bare.stdout, 'bench/got-loop.js');
+      const bareRate = bareOut.requests / bareOut.seconds;
       details.latency = {
+        gotLoop: { rowsPerS: round(bareRate, 1), ratioToCeiling: round(bareRate / ceiling, 3), cpuMsPerRequest: round((bareOut.cpuSeconds / bareOut.requests) * 1000, 3) },
         rows, states: ledger.states, ceilingRowsPerS: ceiling, ...LATENCY,
         endToEndRowsPerS: round(rate, 1), sendingPhaseRowsPerS: round(steady, 1), sendingPhaseS: round(window?.seconds, 2),
         process: summarizeProcess(result), sandbox: stats.operations,
@@ -174,7 +205,8 @@ async function benchLatency(files) {
       addFigure({
         id: 'latency.ratio', label: `latency-bound: rows/s ÷ ceiling ${ceiling} (c=${LATENCY.concurrency}, ${LATENCY.latencyMs} ms)`,
         value: rate / ceiling, digits: 3, target: { op: '>=', value: 0.9 },
-        note: `${round(rate, 1)} rows/s over ${rows} rows, process start to exit${result.timedOut ? ' (time cap hit)' : ''}; sending phase alone ${round(steady, 1)} rows/s`,
+        note: `${round(rate, 1)} rows/s over ${rows} rows, process start to exit${result.timedOut ? ' (time cap hit)' : ''}; sending phase alone ${round(steady, 1)} rows/s; ` +
+          `bare got loop, same rows and concurrency: ${round(bareRate, 1)} rows/s = ${round(bareRate / ceiling, 3)} of the ceiling`,
       });
     });
   } finally {
@@ -466,13 +498,19 @@ async function main() {
     if (needed) files[name] = await ensureLeads(rows);
   }
 
+  const distBuilds = [];
   const steps = { latency: benchLatency, cpu: benchCpu, offline: benchOffline, memory: benchMemory, resume: benchResume, agents: benchAgents };
   for (const name of SCENARIOS) {
     if (!selected(name)) continue;
     const t0 = performance.now();
+    const before = fingerprintDist();
     await steps[name](files);
+    const after = fingerprintDist();
+    distBuilds.push({ scenario: name, before, after });
+    if (before !== after) log(`warning: dist/ was rebuilt during the ${name} scenario: its figures may mix two builds`);
     log(`${name}: ${seconds((performance.now() - t0) / 1000)}`);
   }
+  const builds = new Set(distBuilds.flatMap((b) => [b.before, b.after]));
 
   const finishedAt = new Date();
   const results = {
@@ -484,6 +522,8 @@ async function main() {
     machine: { ...machine, loadAverageAtEnd: loadavg().map((n) => round(n, 2)) },
     sizes: SIZES,
     inputColumns: 100,
+    // One fingerprint means every scenario measured the same build of dist/.
+    distBuilds: builds.size === 1 ? [...builds] : distBuilds,
     figures,
     details,
   };
@@ -497,6 +537,7 @@ async function main() {
   console.log(`quote-batch benchmarks (${results.mode}; ${machine.cpus}× ${machine.cpuModel}, ${machine.memoryTotalMb} MB, node ${machine.node}, ` +
     `load ${machine.loadAverageAtStart[0]} → ${results.machine.loadAverageAtEnd[0]}, ${seconds(results.durationS)})`);
   printTable();
+  if (builds.size > 1) console.log('\nwarning: dist/ changed during the suite (see distBuilds in the results): the figures mix builds');
   console.log(`\nwrote ${relative(ROOT, out)}`);
   if (figures.some((f) => f.met === false)) process.exitCode = 1;
 }
