@@ -166,16 +166,7 @@ export function insertAgent(
   ).run({ environment: 'sandbox', agent_id: null, message: null, ...a, is_valid: a.is_valid ? 1 : 0 });
 }
 
-/** A small deterministic PRNG (mulberry32) so fixtures are the same on every run. */
-export function createRandom(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The sandbox's seeded PRNG (mulberry32), for the suite's own seeded choices. */
+export { createRandom } from '../../src/sandbox/faults.js';
 
 export const iso = (ms: number): string => new Date(ms).toISOString();

@@ -63,17 +63,8 @@ export function startCanarySandbox(faults: Partial<SandboxFaults> = {}, seed = 7
   return startSandbox({ port: 0, apiKey: CANARY_KEY, agentsFile, seed, faults });
 }
 
-/** mulberry32, for the suites' own seeded choices (kill moments, sizes). */
-export function createRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The sandbox's seeded PRNG (mulberry32), for the suite's own seeded choices. */
+export { createRandom } from '../../src/sandbox/faults.js';
 
 /** Names the first secret or canary found in `text`, or undefined. */
 export function findSecret(text: string, extra: readonly (string | RegExp)[] = []): string | undefined {
