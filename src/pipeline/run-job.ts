@@ -173,7 +173,15 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       const { reader: jobReader, start } = await openFromResumePoint(options, reader, ledger.resumePoint(job), logger);
       reader = jobReader;
       const runner = new JobRunner(options, reader, job, run.id, target.client, start);
-      const outcome = await runner.run();
+      let outcome: Awaited<ReturnType<JobRunner['run']>>;
+      try {
+        outcome = await runner.run();
+      } catch (error) {
+        // Record how the run ended; its rows are settled by the next run's resume rules.
+        ledger.finishRun(run.id, 'failed');
+        ledger.setJobStatus(job.id, 'interrupted');
+        throw error;
+      }
       const counts = ledger.countsByState(job.id);
       // The run itself ended normally unless stopped or halted; the job is completed only when
       // every row reached a final state.
