@@ -3,10 +3,11 @@
  * to completion, and checked (issue item 3). Shared by the crash-*.test.ts files, which split
  * the seeds so that the two test workers run them side by side.
  */
-import { expect } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { runCli, startCli, type CliResult } from '../helpers/cli.js';
-import { countState, MAPPING_CSV, readLedger, waitFor } from '../pipeline/_setup.js';
+import { ensureBuilt, runCli, startCli, type CliResult } from '../helpers/cli.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+import { countState, generateLeads, MAPPING_CSV, readLedger, waitFor } from '../pipeline/_setup.js';
 import {
   CANARY_KEY, createRandom, expectedCounts, expectedStateOf, expectNoSecrets, expectPrivateLedger, FINAL_STATES,
   startCanarySandbox,
@@ -140,4 +141,35 @@ export async function runCrashCase(seed: number, csv: string, agents: string, di
   } finally {
     await sandbox.close();
   }
+}
+
+/**
+ * Declares one crash-*.test.ts file's suite: its seeds over one generated 5,000-row file.
+ * Replay one seed: `QB_CRASH_SEED=7 npx vitest run test/robustness/crash`.
+ */
+export function describeCrashSuite(name: string, seeds: readonly number[]): void {
+  const selected = selectSeeds(seeds);
+  describe(name, () => {
+    let tmp: ReturnType<typeof makeTempDir>;
+    let files: { csv: string; agents: string };
+    const reports: CrashCaseReport[] = [];
+
+    beforeAll(() => {
+      ensureBuilt();
+      tmp = makeTempDir('quote-batch-crash-');
+      files = generateLeads(tmp.dir, CRASH_ROWS, 11);
+    });
+    afterAll(() => {
+      // One line per seed: where it was killed and what the resume found (useful when tuning).
+      for (const r of reports) console.log(`crash seed ${r.seed}: ${r.plan.mode} kill at ${r.killedAtSucceeded} succeeded${r.exitedBeforeKill ? ' (had exited)' : ''}, ${r.resumes} resume(s), ${r.inDoubt} in doubt, ${r.ms} ms`);
+      tmp?.cleanup();
+    });
+
+    it.each(selected.length > 0 ? selected : [0])('seed %i: killed, resumed, every row in one final state, no lead twice', async (seed) => {
+      if (seed === 0) return; // QB_CRASH_SEED names a seed of the other file
+      const plan = planKill(seed);
+      expect(plan.mode === 'early' ? plan.delayMs : plan.afterSucceeded).toBeGreaterThan(0);
+      reports.push(await runCrashCase(seed, files.csv, files.agents, tmp.dir));
+    }, 400_000);
+  });
 }
