@@ -16,6 +16,8 @@
 import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+// The sandbox's seeded PRNG (mulberry32); bench scripts run after `npm run build`.
+import { createRandom } from '../dist/sandbox/faults.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -64,17 +66,6 @@ if (HEADER.length !== 100) throw new Error(`the bench layout must have 100 colum
 /** The pool of agent e-mails (all known and eligible in the agents file). */
 export const AGENT_EMAILS = Array.from({ length: AGENT_COUNT }, (_, i) => `bench.agent${String(i + 1).padStart(2, '0')}@example.com`);
 
-function createRandom(seed) {
-  // mulberry32: small, fast, good enough for made-up data.
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const pad = (n, w = 2) => String(n).padStart(w, '0');
 const usDate = (y, m, d) => `${pad(m)}/${pad(d)}/${y}`;
