@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../helpers/cli.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
@@ -35,10 +36,10 @@ const BAD_ROWS: Record<number, { csv: string; ndjson: string }> = {
 
 let dir: string;
 
-beforeAll(async () => {
-  await run('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT });
+beforeAll(() => {
+  ensureBuilt(); // the binary runs dist/cli.js, built by vitest's global setup
   dir = mkdtempSync(join(tmpdir(), 'quote-batch-preview-check-'));
-}, 120_000);
+});
 
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });

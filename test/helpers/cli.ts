@@ -1,8 +1,8 @@
 /**
- * Spawns the real CLI (`bin/quote-batch.js` → `dist/`), as users and cron do. `npm test` builds
- * first; `ensureBuilt()` covers a direct `vitest run` on a fresh checkout.
+ * Spawns the real CLI (`bin/quote-batch.js` → `dist/`), as users and cron do. `dist/` is built
+ * once by vitest's global setup (`test/helpers/global-setup.ts`), never by a test file.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,19 +10,11 @@ import { fileURLToPath } from 'node:url';
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(REPO_ROOT, 'bin', 'quote-batch.js');
 
-let built = false;
-/** Compiles `src/` to `dist/` once per test process when the CLI entry is missing. */
+/** Fails clearly when `dist/` is missing (vitest's global setup builds it before any file runs). */
 export function ensureBuilt(): void {
-  if (built || existsSync(join(REPO_ROOT, 'dist', 'cli.js'))) {
-    built = true;
-    return;
+  if (!existsSync(join(REPO_ROOT, 'dist', 'cli.js'))) {
+    throw new Error('dist/cli.js is missing: run the tests through vitest (its global setup builds) or `npm run build`');
   }
-  const result = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: REPO_ROOT,
-    encoding: 'utf8',
-  });
-  if (result.status !== 0) throw new Error(`build failed:\n${result.stdout}${result.stderr}`);
-  built = true;
 }
 
 export interface CliResult {

@@ -1,10 +1,11 @@
 // The `quote-batch sandbox` command, spawned as the real binary.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../helpers/cli.js';
 import { AGENTS_FILE, post, VALIDATE } from './_client.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -13,14 +14,9 @@ let dir: string;
 const children: ChildProcessWithoutNullStreams[] = [];
 
 beforeAll(() => {
-  // Compile src/ to dist/ (the binary runs dist/cli.js). tsc emits even when another area has a
-  // type error, so the exit status is not checked here; the files this test needs are.
-  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: ROOT, stdio: 'ignore',
-  });
-  expect(existsSync(join(ROOT, 'dist', 'commands', 'sandbox.js'))).toBe(true);
+  ensureBuilt(); // the binary runs dist/cli.js, built by vitest's global setup
   dir = mkdtempSync(join(tmpdir(), 'quote-batch-sandbox-cli-'));
-}, 180_000); // a full compile on a busy 2-core machine
+});
 afterAll(() => {
   // A failed assertion must not leave a sandbox running.
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
