@@ -14,9 +14,10 @@ import {
   type LoadedConfig,
 } from '../config/index.js';
 import type { Io } from '../io.js';
-import { createPartnerClient, type PartnerClient, type PartnerClientOptions } from '../partner/index.js';
+// Types only: the client (got and its dependencies) and the sandbox load when a command connects,
+// so the offline commands (check, preview, report, …) start without them.
+import type { PartnerClient, PartnerClientOptions } from '../partner/index.js';
 import type { Environment } from '../partner/types.js';
-import { startSandbox } from '../sandbox/index.js';
 
 export type { ConnectionFlags } from '../config/index.js';
 
@@ -61,6 +62,7 @@ export async function openPartner(
   let baseUrl = settings.baseUrl;
   let closeSandbox = async (): Promise<void> => {};
   if (baseUrl === null) {
+    const { startSandbox } = await import('../sandbox/index.js');
     const sandbox = await startSandbox({
       port: 0,
       apiKey: settings.apiKey,
@@ -70,6 +72,7 @@ export async function openPartner(
     closeSandbox = () => sandbox.close();
     notify(`started the embedded sandbox on ${sandbox.url} (--env sandbox; no partner account needed)`);
   }
+  const { createPartnerClient } = await import('../partner/index.js');
   const client = createPartnerClient({ ...clientOptions, baseUrl, apiKey: settings.apiKey });
   return {
     client,

@@ -22,7 +22,7 @@ const EMPTY = Buffer.alloc(0);
  */
 interface CsvEngine {
   readonly info: { readonly bytes: number; readonly empty_lines: number };
-  readonly state: { recordHasError: boolean; quoting: boolean; previousBuf: Buffer | undefined };
+  readonly state: { recordHasError: boolean; quoting: boolean; previousBuf: Buffer | undefined; field: FieldBuffer };
   readonly options: { readonly record_delimiter: readonly Buffer[] };
   parse(
     buf: Buffer | undefined,
@@ -30,6 +30,25 @@ interface CsvEngine {
     push: (record: string[]) => void,
     close: () => void,
   ): Error | undefined;
+}
+
+/** csv-parse's `ResizeableBuffer`, where the engine collects the bytes of the field being read. */
+interface FieldBuffer {
+  buf: Buffer;
+  length: number;
+  toString(encoding?: BufferEncoding | null): string | Uint8Array;
+}
+
+/**
+ * Decodes a field the way csv-parse's own `toString` does, without its intermediate `Buffer` view
+ * (`buf.slice(0, length)`, one object per field): `Buffer#toString(encoding, start, end)` decodes
+ * the range directly. Same strings, about a tenth less CPU on a wide file and less garbage.
+ */
+function decodeFieldWithoutView(field: FieldBuffer): void {
+  const original = field.toString.bind(field);
+  field.toString = function toString(this: FieldBuffer, encoding?: BufferEncoding | null) {
+    return encoding ? this.buf.toString(encoding, 0, this.length) : original(encoding);
+  };
 }
 
 /** Options of {@link CsvDecoder}. */
@@ -377,6 +396,8 @@ export class CsvDecoder implements Decoder {
     if (engine === undefined || typeof engine.parse !== 'function' || typeof engine.state !== 'object') {
       throw new Error('csv-parse has changed: Parser.api.parse is missing (quote-batch needs csv-parse 6)');
     }
+    const field = engine.state.field as FieldBuffer | undefined;
+    if (field !== undefined && Buffer.isBuffer(field.buf) && typeof field.length === 'number') decodeFieldWithoutView(field);
     return engine;
   }
 }
@@ -407,10 +428,10 @@ function describeQuoteError(error: CsvError, columns: readonly string[]): string
   }
 }
 
-/** Builds `{column: value}` objects; the column list is fixed, so V8 shares one object shape. */
 /** Above this many columns a record is built key by key (V8 keeps such objects as dictionaries anyway). */
 const MAX_LITERAL_COLUMNS = 1000;
 
+/** Builds `{column: value}` objects; the column list is fixed, so V8 shares one object shape. */
 function makeRecordBuilder(columns: readonly string[]): (values: string[]) => Record<string, unknown> {
   const count = columns.length;
   if (!columns.includes('__proto__') && count <= MAX_LITERAL_COLUMNS) {
