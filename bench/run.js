@@ -11,7 +11,7 @@
 //   latency  run, concurrency 32, sandbox latency 50 ms: rows/s against the ceiling 32/0.05 = 640
 //   cpu      run, concurrency 64, no latency: rows/s and CPU per row, beside bench/got-loop.js
 //            (bare got, the same bodies, the same concurrency) run before and after it
-//   offline  check: rows/s beside csv-parse alone (bench/parse-only.js), same file
+//   offline  check: rows/s beside csv-parse alone (bench/parse-only.js), same file, best of interleaved rounds
 //   memory   peak RSS of check over the large file and over the medium one; peak RSS of run over
 //            the large file (bounded by a time cap: the rows it got through are reported) and its
 //            RSS when it had recorded `medium` rows vs at the end
@@ -299,29 +299,39 @@ async function measureParse(file, mode) {
 
 let mediumCheck;
 
+/** Rounds of (parse-only, check) in the offline scenario: the machine is shared, so the best of each counts. */
+const OFFLINE_ROUNDS = QUICK ? 2 : 3;
+
 async function benchOffline(files) {
-  log(`offline: csv-parse alone (records as objects) over ${SIZES.medium} rows…`);
-  const parse1 = await measureParse(files.medium, 'objects');
-  log(`offline: quote-batch check over ${SIZES.medium} rows…`);
-  const check = await measureCheck(files.medium, SIZES.medium, CAP.check);
-  mediumCheck = check;
-  log('offline: csv-parse alone again (objects), then records as arrays…');
-  const parse2 = await measureParse(files.medium, 'objects');
+  const parses = [];
+  const checks = [];
+  for (let round = 1; round <= OFFLINE_ROUNDS; round += 1) {
+    log(`offline ${round}/${OFFLINE_ROUNDS}: csv-parse alone (records as objects) over ${SIZES.medium} rows…`);
+    parses.push(await measureParse(files.medium, 'objects'));
+    log(`offline ${round}/${OFFLINE_ROUNDS}: quote-batch check over ${SIZES.medium} rows…`);
+    checks.push(await measureCheck(files.medium, SIZES.medium, CAP.check));
+  }
+  log('offline: csv-parse alone, records as arrays…');
   const parseArrays = await measureParse(files.medium, 'arrays');
-  const parseRate = (parse1.rowsPerS + parse2.rowsPerS) / 2;
-  const parseCpu = (parse1.cpuUsPerRow + parse2.cpuUsPerRow) / 2;
+  const best = (list, key, pick) => list.reduce((a, b) => (pick(b[key], a[key]) ? b : a));
+  const parseBest = best(parses, 'rowsPerS', (x, y) => x > y);
+  const checkBest = best(checks, 'rowsPerS', (x, y) => x > y);
+  const parseCpu = Math.min(...parses.map((p) => p.cpuUsPerRow));
+  const checkCpu = Math.min(...checks.map((c) => c.cpuUsPerRow));
+  mediumCheck = checkBest;
+  const pairRatios = checks.map((c, i) => round(c.rowsPerS / parses[i].rowsPerS, 3));
   details.offline = {
-    rows: SIZES.medium,
-    check: { ...check, result: undefined },
-    parseOnlyObjects: [parse1, parse2], parseOnlyArrays: parseArrays,
-    ratioWall: round(check.rowsPerS / parseRate, 3), ratioCpu: round(parseCpu / check.cpuUsPerRow, 3),
-    ratioWallVsArrays: round(check.rowsPerS / parseArrays.rowsPerS, 3),
+    rows: SIZES.medium, rounds: OFFLINE_ROUNDS,
+    checks: checks.map((c) => ({ ...c, result: undefined })), parseOnlyObjects: parses, parseOnlyArrays: parseArrays,
+    ratioWall: round(checkBest.rowsPerS / parseBest.rowsPerS, 3), ratioCpu: round(parseCpu / checkCpu, 3),
+    ratioWallPerRound: pairRatios,
+    ratioWallVsArrays: round(checkBest.rowsPerS / parseArrays.rowsPerS, 3),
   };
   addFigure({
     id: 'offline.ratio', label: 'offline: check rows/s ÷ csv-parse parse-only rows/s',
-    value: check.rowsPerS / parseRate, digits: 3, target: { op: '>=', value: 0.7 },
-    note: `${check.rowsPerS} vs ${round(parseRate, 1)} rows/s over ${SIZES.medium} rows (both whole processes; csv-parse columns: true, mean of 2); ` +
-      `by CPU per row ${details.offline.ratioCpu}; vs csv-parse arrays ${details.offline.ratioWallVsArrays}`,
+    value: checkBest.rowsPerS / parseBest.rowsPerS, digits: 3, target: { op: '>=', value: 0.7 },
+    note: `${checkBest.rowsPerS} vs ${parseBest.rowsPerS} rows/s over ${SIZES.medium} rows (both whole processes, best of ${OFFLINE_ROUNDS} interleaved rounds; csv-parse columns: true); ` +
+      `per round ${pairRatios.join(', ')}; by CPU per row ${details.offline.ratioCpu}; vs csv-parse arrays ${details.offline.ratioWallVsArrays}`,
   });
 }
 
