@@ -14,10 +14,11 @@ import {
   type LoadedConfig,
 } from '../config/index.js';
 import type { Io } from '../io.js';
-// Types only: the client (got and its dependencies) and the sandbox load when a command connects,
-// so the offline commands (check, preview, report, …) start without them.
+// Types only: the client (got and its dependencies) loads when a command connects, so the offline
+// commands (check, preview, report, …) start without it.
 import type { PartnerClient, PartnerClientOptions } from '../partner/index.js';
 import type { Environment } from '../partner/types.js';
+import { startSandbox } from '../sandbox/index.js';
 
 export type { ConnectionFlags } from '../config/index.js';
 
@@ -62,7 +63,6 @@ export async function openPartner(
   let baseUrl = settings.baseUrl;
   let closeSandbox = async (): Promise<void> => {};
   if (baseUrl === null) {
-    const { startSandbox } = await import('../sandbox/index.js');
     const sandbox = await startSandbox({
       port: 0,
       apiKey: settings.apiKey,

@@ -1,30 +1,44 @@
 /**
- * Runs once, before any test file: compiles `src/` to `dist/` when the build is missing or older
- * than a source file, so that every spawned CLI runs the code under test. Building here and
- * nowhere else matters: a test file that re-ran tsc while another file's CLI process was loading
- * `dist/` could make that process read a half-written module.
+ * Runs once, before any test file (and again before each re-run in watch mode): compiles `src/`
+ * to `dist/` when the build is missing or older than a source file, so that every spawned CLI runs
+ * the code under test. Building here and nowhere else matters: a test file that re-ran tsc while
+ * another file's CLI process was loading `dist/` could make that process read a half-written module.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
 import { REPO_ROOT } from './cli.js';
 
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile()) continue;
-    newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-  }
+const ENTRY = join(REPO_ROOT, 'dist', 'cli.js');
+
+function newestSourceMtime(): number {
+  let newest = Math.max(statSync(join(REPO_ROOT, 'tsconfig.json')).mtimeMs, statSync(join(REPO_ROOT, 'tsconfig.build.json')).mtimeMs);
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.isFile()) newest = Math.max(newest, statSync(path).mtimeMs);
+    }
+  };
+  walk(join(REPO_ROOT, 'src'));
   return newest;
 }
 
-export default function setup(): void {
-  const entry = join(REPO_ROOT, 'dist', 'cli.js');
-  const sources = [join(REPO_ROOT, 'src'), join(REPO_ROOT, 'tsconfig.json'), join(REPO_ROOT, 'tsconfig.build.json')];
-  const newestSource = Math.max(...sources.map((p) => (statSync(p).isDirectory() ? newestMtime(p) : statSync(p).mtimeMs)));
-  if (existsSync(entry) && statSync(entry).mtimeMs >= newestSource) return;
+const isFresh = (): boolean => existsSync(ENTRY) && statSync(ENTRY).mtimeMs >= newestSourceMtime();
+
+function buildIfStale(): void {
+  if (isFresh()) return;
   const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: REPO_ROOT, encoding: 'utf8' });
-  // tsc emits even with a type error; `npm test` type-checks separately. A missing entry is fatal.
-  if (!existsSync(entry)) throw new Error(`the build produced no dist/cli.js:\n${result.stdout}${result.stderr}`);
+  // tsc emits despite type errors (`npm test` type-checks on its own): say so, and go on when it emitted.
+  if (result.status !== 0) process.stderr.write(`tsc -p tsconfig.build.json exited ${String(result.status)}:\n${result.stdout}${result.stderr}\n`);
+  if (!isFresh()) {
+    throw new Error(`the build did not produce an up-to-date dist/cli.js${result.error ? `: ${result.error.message}` : ''}\n${result.stdout}${result.stderr}`);
+  }
+}
+
+export default function setup(project: TestProject): void {
+  buildIfStale();
+  project.onTestsRerun(() => buildIfStale());
 }
