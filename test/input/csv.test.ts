@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openInput } from '../../src/input/index.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 import { collect, fixture, readAll, summarize } from './_helpers.js';
 
 describe('CSV reader', () => {
@@ -141,11 +141,7 @@ describe('CSV reader', () => {
 });
 
 describe('CSV reader limits', () => {
-  let temp: ReturnType<typeof makeTempDir>;
-  beforeEach(() => {
-    temp = makeTempDir('quote-batch-input-');
-  });
-  afterEach(() => temp.cleanup());
+  const temp = useTempDir('quote-batch-input-');
 
   it('makes an over-long record a row error and resumes at the next line without holding it', async () => {
     const path = temp.path('overlong.csv');

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openInput } from '../../src/input/index.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 import { collect, fixture, readAll, summarize } from './_helpers.js';
 
 describe('NDJSON reader', () => {
@@ -69,11 +69,7 @@ describe('NDJSON reader', () => {
   });
 
   describe('limits', () => {
-    let temp: ReturnType<typeof makeTempDir>;
-    beforeEach(() => {
-      temp = makeTempDir('quote-batch-input-');
-    });
-    afterEach(() => temp.cleanup());
+    const temp = useTempDir('quote-batch-input-');
 
     it('makes an over-long line a row error and resumes at the next line', async () => {
       const path = temp.path('overlong.ndjson');

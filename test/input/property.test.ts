@@ -1,14 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { QuoteBatchError } from '../../src/errors.js';
 import { CsvDecoder } from '../../src/input/_csv-decoder.js';
 import type { Decoder } from '../../src/input/_decoder.js';
 import { NdjsonDecoder } from '../../src/input/_ndjson-decoder.js';
 import { openInput } from '../../src/input/index.js';
 import type { InputItem, InputOptions } from '../../src/input/index.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 import { collect } from './_helpers.js';
 
 /** Pieces random CSV-ish content is made of: text, separators, quotes, line ends, bad bytes. */
@@ -47,13 +47,14 @@ function checkItems(items: readonly InputItem[], columns: readonly string[]): vo
   });
 }
 
+/** A CSV field a writer may have to quote: delimiters, quotes, line breaks, multi-byte characters. */
+const fieldArbitrary = fc
+  .array(fc.constantFrom('a', 'B', '7', ' ', ',', ';', '"', '\n', '\r\n', 'é', '😀'), { maxLength: 6 })
+  .map((parts) => parts.join(''));
+
 describe('CSV reader on random content (property)', () => {
-  let temp: ReturnType<typeof makeTempDir>;
+  const temp = useTempDir('quote-batch-input-prop-', { per: 'file' });
   let counter = 0;
-  beforeAll(() => {
-    temp = makeTempDir('quote-batch-input-prop-');
-  });
-  afterAll(() => temp.cleanup());
 
   it('never crashes or hangs: every item is a row or a row error, numbered 1..n, lines in order', async () => {
     await fc.assert(
@@ -84,9 +85,6 @@ describe('CSV reader on random content (property)', () => {
   });
 
   it('reads back exactly what a well-formed writer wrote, with each record at its line and byte offset', async () => {
-    const fieldArbitrary = fc
-      .array(fc.constantFrom('a', 'B', '7', ' ', ',', ';', '"', '\n', '\r\n', 'é', '😀'), { maxLength: 6 })
-      .map((parts) => parts.join(''));
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 5 }).chain((width) =>
@@ -191,12 +189,8 @@ describe('decoders on random chunk boundaries (property)', () => {
 });
 
 describe('resuming at a record (property)', () => {
-  let temp: ReturnType<typeof makeTempDir>;
+  const temp = useTempDir('quote-batch-input-resume-prop-', { per: 'file' });
   let counter = 0;
-  beforeAll(() => {
-    temp = makeTempDir('quote-batch-input-resume-prop-');
-  });
-  afterAll(() => temp.cleanup());
 
   /** Writes `content` (gzipped or not), reads it all, then from item `pick % n`: both reads. */
   async function readBoth(
@@ -228,9 +222,6 @@ describe('resuming at a record (property)', () => {
   }
 
   it('CSV as a writer writes it: from item k, exactly items k..n of a full read', async () => {
-    const fieldArbitrary = fc
-      .array(fc.constantFrom('a', 'B', '7', ' ', ',', ';', '"', '\n', '\r\n', 'é', '😀'), { maxLength: 6 })
-      .map((parts) => parts.join(''));
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 5 }).chain((width) =>

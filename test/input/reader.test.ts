@@ -1,16 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openInput } from '../../src/input/index.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 import { collect, fixture, readAll, summarize } from './_helpers.js';
 
 describe('openInput', () => {
-  let temp: ReturnType<typeof makeTempDir>;
-  beforeEach(() => {
-    temp = makeTempDir('quote-batch-input-');
-  });
-  afterEach(() => temp.cleanup());
+  const temp = useTempDir('quote-batch-input-');
 
   it('reads gzipped CSV and NDJSON like the plain files', async () => {
     const csv = temp.path('gzipped.csv.gz');

@@ -1,9 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openInput } from '../../src/input/index.js';
 import type { InputItem, InputOptions } from '../../src/input/index.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 import { collect, fixture, readAll } from './_helpers.js';
 
 /** Reads `path` from the position of `item`; also returns the reader's progress at the end. */
@@ -40,11 +40,7 @@ const CASES: readonly [name: string, options: InputOptions][] = [
 ];
 
 describe('openInput with start: resuming at a record', () => {
-  let temp: ReturnType<typeof makeTempDir>;
-  beforeAll(() => {
-    temp = makeTempDir('quote-batch-input-start-');
-  });
-  afterAll(() => temp.cleanup());
+  const temp = useTempDir('quote-batch-input-start-', { per: 'file' });
 
   describe.each(CASES)('%s', (name, options) => {
     it.each([false, true])('gives items k..n of a full read from item k (gzip: %s)', async (gzip) => {
@@ -84,11 +80,7 @@ describe('openInput with start: resuming at a record', () => {
 });
 
 describe('openInput with start: files of many chunks', () => {
-  let temp: ReturnType<typeof makeTempDir>;
-  beforeEach(() => {
-    temp = makeTempDir('quote-batch-input-start-');
-  });
-  afterEach(() => temp.cleanup());
+  const temp = useTempDir('quote-batch-input-start-');
 
   /** Items whose byte before lies at, just before and just after a 64 KiB block boundary, and some others. */
   function pickAcrossBlocks(items: readonly InputItem[]): InputItem[] {
@@ -169,11 +161,7 @@ describe('openInput with start: files of many chunks', () => {
 });
 
 describe('openInput with start: positions no record starts at', () => {
-  let temp: ReturnType<typeof makeTempDir>;
-  beforeEach(() => {
-    temp = makeTempDir('quote-batch-input-start-');
-  });
-  afterEach(() => temp.cleanup());
+  const temp = useTempDir('quote-batch-input-start-');
 
   function gzipped(name: string): string {
     const path = temp.path(`${name}.gz`);

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Ledger, SCHEMA_VERSION } from '../../src/ledger/index.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 
 const identity = { inputSha256: 'a'.repeat(64), mappingSha256: 'b'.repeat(64), environment: 'sandbox', operation: 'quote' } as const;
 const newJob = {
@@ -12,11 +12,7 @@ const newJob = {
 } as const;
 
 describe('ledger', () => {
-  let tmp: ReturnType<typeof makeTempDir>;
-  beforeEach(() => {
-    tmp = makeTempDir();
-  });
-  afterEach(() => tmp.cleanup());
+  const tmp = useTempDir();
 
   it('creates the file and its WAL companions with mode 0600, in WAL mode', () => {
     const path = tmp.path('l.db');

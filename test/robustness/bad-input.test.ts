@@ -8,10 +8,10 @@
 import { closeSync, ftruncateSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { ensureBuilt, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 import { readLedger } from '../pipeline/_setup.js';
 import { CANARY_KEY, expectNoSecrets, expectPrivateLedger, startCanarySandbox } from './_shared.js';
 
@@ -30,19 +30,14 @@ interface CheckJson {
 }
 
 describe('bad input through check and run', () => {
-  let tmp: ReturnType<typeof makeTempDir>;
+  const tmp = useTempDir('quote-batch-bad-input-');
   let sandbox: SandboxHandle;
 
   beforeAll(() => ensureBuilt());
   beforeEach(async () => {
-    tmp = makeTempDir('quote-batch-bad-input-');
     sandbox = await startCanarySandbox();
   });
-  afterEach(async () => {
-    await sandbox.close();
-    tmp.cleanup();
-  });
-  afterAll(() => undefined);
+  afterEach(() => sandbox.close());
 
   const check = async (file: string): Promise<{ result: CliResult; json: CheckJson | undefined }> => {
     const result = await runCli(['check', file, '--mapping', MAPPING, '--json'], { cwd: tmp.dir, timeoutMs: 120_000 });

@@ -8,12 +8,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { QuoteBatchError } from '../../src/errors.js';
 import { openInput } from '../../src/input/index.js';
 import { compileMapping, type CompiledMapping } from '../../src/mapping/index.js';
 import { REPO_ROOT } from '../helpers/cli.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 
 const EXAMPLE_CSV = readFileSync(join(REPO_ROOT, 'mappings', 'example-csv.yaml'), 'utf8');
 const EXAMPLE_NDJSON = readFileSync(join(REPO_ROOT, 'mappings', 'example-ndjson.yaml'), 'utf8');
@@ -165,11 +165,7 @@ describe('mapping compiler (fuzz)', () => {
 });
 
 describe('NDJSON reader on random content (property)', () => {
-  let temp: ReturnType<typeof makeTempDir>;
-  beforeAll(() => {
-    temp = makeTempDir('quote-batch-ndjson-fuzz-');
-  });
-  afterAll(() => temp.cleanup());
+  const temp = useTempDir('quote-batch-ndjson-fuzz-', { per: 'file' });
 
   it('never crashes or hangs: every item is a record or an error naming its line, numbered 1..n', async () => {
     const pieces = [

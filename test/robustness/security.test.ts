@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { CLI, cliEnv, ensureBuilt, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 import { ledgerBytes, readLedger } from '../pipeline/_setup.js';
 import { CANARY_KEY, expectNoSecrets, expectPrivateLedger, startCanarySandbox } from './_shared.js';
 
@@ -24,18 +24,14 @@ const PII = ['Canaryvale', 'Quillon', '1981-07-09', '1979-03-04', '5125550177', 
 const BAD_DOB = '13/45/1961';
 
 describe('secrets and personal data', () => {
-  let tmp: ReturnType<typeof makeTempDir>;
+  const tmp = useTempDir('quote-batch-security-');
   let sandbox: SandboxHandle;
 
   beforeAll(() => ensureBuilt());
   beforeEach(async () => {
-    tmp = makeTempDir('quote-batch-security-');
     sandbox = await startCanarySandbox();
   });
-  afterEach(async () => {
-    await sandbox.close();
-    tmp.cleanup();
-  });
+  afterEach(() => sandbox.close());
 
   const run = (ledger: string, extra: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> =>
     runCli(['run', CSV, '--mapping', MAPPING, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledger, ...extra], {
@@ -118,12 +114,8 @@ describe('secrets and personal data', () => {
 });
 
 describe('transport safety at start-up', () => {
-  let tmp: ReturnType<typeof makeTempDir>;
+  const tmp = useTempDir('quote-batch-security-');
   beforeAll(() => ensureBuilt());
-  beforeEach(() => {
-    tmp = makeTempDir('quote-batch-security-');
-  });
-  afterEach(() => tmp.cleanup());
 
   const runWith = (baseUrl: string, env: Record<string, string | undefined> = {}): Promise<CliResult> =>
     runCli(['run', CSV, '--mapping', MAPPING, '--base-url', baseUrl, '--env', 'uat', '--ledger', tmp.path('l.db'), '--quiet'], {
