@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'csv-parse';
 import { openInput } from '../dist/input/index.js';
 import { checkInput, loadMapping, resolveInputOptions } from '../dist/mapping/index.js';
+import { median } from './_stats.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DATA = join(ROOT, 'bench', 'data');
@@ -93,11 +94,6 @@ async function checkAll(file, mapping) {
   return summary.rows;
 }
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 async function runCase(c) {
   const mapping = await loadMapping(c.mapping);

@@ -11,9 +11,10 @@ import * as http from 'node:http';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import got from 'got';
 import pLimit from 'p-limit';
 import { createPartnerClient } from '../dist/partner/index.js';
+import { createBareGot } from './_bare-got.js';
+import { median } from './_stats.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const REQUESTS = Number(process.argv[2] ?? 5000);
@@ -86,26 +87,13 @@ async function measure(send, bodies) {
   return { cpuUsPerRequest: (cpu.user + cpu.system) / bodies.length, wallMs, requestsPerSecond: (bodies.length * 1000) / wallMs };
 }
 
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
 
 async function main() {
   const sandbox = await startSandboxProcess();
   const quoteUrl = `${sandbox.url}/partner/v2/policy/quote`;
   try {
     const client = createPartnerClient({ baseUrl: sandbox.url, apiKey: API_KEY, concurrency: CONCURRENCY });
-    const gotAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY, maxFreeSockets: CONCURRENCY });
-    const bare = got.extend({
-      agent: { http: gotAgent },
-      headers: { 'x-api-key': API_KEY, 'content-type': 'application/json', accept: 'application/json' },
-      retry: { limit: 0 },
-      timeout: { request: 30_000 },
-      throwHttpErrors: false,
-      followRedirect: false,
-      responseType: 'text',
-    });
+    const { client: bare, agent: gotAgent } = createBareGot({ apiKey: API_KEY, concurrency: CONCURRENCY });
     const httpAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY, maxFreeSockets: CONCURRENCY });
     const target = new URL(quoteUrl);
 

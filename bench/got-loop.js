@@ -12,9 +12,8 @@
 // JSON.parse the answer. Prints one JSON line: requests, statuses, send-phase wall seconds and
 // CPU seconds of this process during the send phase (the mapping beforehand is not counted).
 import { readFileSync } from 'node:fs';
-import * as http from 'node:http';
-import got from 'got';
 import pLimit from 'p-limit';
+import { createBareGot } from './_bare-got.js';
 import { openInput } from '../dist/input/index.js';
 import { loadMapping, resolveInputOptions } from '../dist/mapping/index.js';
 
@@ -66,17 +65,7 @@ async function buildBodies() {
 }
 
 const bodies = await buildBodies();
-const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency });
-const client = got.extend({
-  prefixUrl: baseUrl,
-  agent: { http: agent },
-  headers: { 'x-api-key': apiKey, 'content-type': 'application/json', accept: 'application/json' },
-  retry: { limit: 0 },
-  timeout: { request: 30_000 },
-  throwHttpErrors: false,
-  followRedirect: false,
-  responseType: 'text',
-});
+const { client, agent } = createBareGot({ apiKey, concurrency, prefixUrl: baseUrl });
 const statuses = {};
 let transportErrors = 0;
 const slots = pLimit(concurrency);

@@ -30,6 +30,7 @@ import {
   BIN, ROOT, createRowProbe, createTempDir, describeMachine, measureNode, readLedger, round, startSandbox,
 } from './_lib.js';
 import { generateLeads, writeAgentsFile } from './generate-leads.js';
+import { median } from './_stats.js';
 
 const SCENARIOS = ['latency', 'cpu', 'offline', 'memory', 'resume', 'agents'];
 const args = process.argv.slice(2);
@@ -302,11 +303,6 @@ let mediumCheck;
 /** Rounds of (parse-only, check) in the offline scenario: the machine is shared, so rounds alternate. */
 const OFFLINE_ROUNDS = QUICK ? 2 : 3;
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 async function benchOffline(files) {
   const parses = [];
