@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt } from '../helpers/cli.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
@@ -37,7 +36,6 @@ const BAD_ROWS: Record<number, { csv: string; ndjson: string }> = {
 let dir: string;
 
 beforeAll(() => {
-  ensureBuilt(); // the binary runs dist/cli.js, built by vitest's global setup
   dir = mkdtempSync(join(tmpdir(), 'quote-batch-preview-check-'));
 });
 

@@ -3,19 +3,11 @@
  * once by vitest's global setup (`test/helpers/global-setup.ts`), never by a test file.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(REPO_ROOT, 'bin', 'quote-batch.js');
-
-/** Fails clearly when `dist/` is missing (vitest's global setup builds it before any file runs). */
-export function ensureBuilt(): void {
-  if (!existsSync(join(REPO_ROOT, 'dist', 'cli.js'))) {
-    throw new Error('dist/cli.js is missing: run the tests through vitest (its global setup builds) or `npm run build`');
-  }
-}
 
 export interface CliResult {
   code: number | null;
@@ -47,7 +39,6 @@ export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.P
 
 /** Starts the CLI and returns the child plus a promise of its result. */
 export function startCli(args: readonly string[], options: CliOptions = {}): { child: ChildProcess; done: Promise<CliResult> } {
-  ensureBuilt();
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd: options.cwd ?? REPO_ROOT,
     env: cliEnv(options.env),

@@ -2,9 +2,9 @@
  * The main job end to end: the real CLI process, the sandbox over loopback HTTP, real ledger files.
  */
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { ensureBuilt, runCli, startCli } from '../helpers/cli.js';
+import { runCli, startCli } from '../helpers/cli.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import {
   countState, copyInto, resumePointOf, FIXTURES, KEY, ledgerBytes, MAPPING_CSV, readLedger, SAMPLE_CSV, startTestSandbox, waitFor,
@@ -16,7 +16,6 @@ describe('run', () => {
   let tmp: ReturnType<typeof makeTempDir>;
   let sandbox: SandboxHandle;
 
-  beforeAll(() => ensureBuilt());
   beforeEach(async () => {
     tmp = makeTempDir();
     sandbox = await startTestSandbox();
@@ -214,7 +213,6 @@ describe('run', () => {
 describe('run after SIGKILL', () => {
   let tmp: ReturnType<typeof makeTempDir>;
   let sandbox: SandboxHandle;
-  beforeAll(() => ensureBuilt());
   beforeEach(async () => {
     tmp = makeTempDir();
     sandbox = await startTestSandbox({ faults: { latencyMs: 20, jitterMs: 20 } });

@@ -12,7 +12,6 @@ import { parse } from 'csv-parse/sync';
 import Database from 'better-sqlite3';
 import { buildReport, EXPORT_COLUMNS, type Report } from '../../src/report/index.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
-import { ensureBuilt } from '../helpers/cli.js';
 import { createTempLedger, type TempLedger } from './_ledger.js';
 import { computeFiguresBySql } from './_sql-figures.js';
 
@@ -28,7 +27,6 @@ function cli(args: string[], cwd: string) {
 
 const withoutClock = ({ generated_at: _g, ...rest }: Report) => rest;
 
-beforeAll(() => ensureBuilt());
 
 describe('quote-batch report / export / jobs', () => {
   let t: TempLedger;

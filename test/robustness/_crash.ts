@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { ensureBuilt, runCli, startCli, type CliResult } from '../helpers/cli.js';
+import { runCli, startCli, type CliResult } from '../helpers/cli.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import { countState, generateLeads, MAPPING_CSV, readLedger, waitFor } from '../pipeline/_setup.js';
 import {
@@ -155,7 +155,6 @@ export function describeCrashSuite(name: string, seeds: readonly number[]): void
     const reports: CrashCaseReport[] = [];
 
     beforeAll(() => {
-      ensureBuilt();
       tmp = makeTempDir('quote-batch-crash-');
       files = generateLeads(tmp.dir, CRASH_ROWS, 11);
     });

@@ -8,9 +8,9 @@
 import { closeSync, ftruncateSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { ensureBuilt, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
+import { REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { readLedger } from '../pipeline/_setup.js';
 import { CANARY_KEY, expectNoSecrets, expectPrivateLedger, startCanarySandbox } from './_shared.js';
@@ -33,7 +33,6 @@ describe('bad input through check and run', () => {
   const tmp = useTempDir('quote-batch-bad-input-');
   let sandbox: SandboxHandle;
 
-  beforeAll(() => ensureBuilt());
   beforeEach(async () => {
     sandbox = await startCanarySandbox();
   });

@@ -6,9 +6,9 @@
  * and every one of them recorded; every Retry-After waited out.
  */
 import Database from 'better-sqlite3';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { ensureBuilt, runCli, type CliResult } from '../helpers/cli.js';
+import { runCli, type CliResult } from '../helpers/cli.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import { generateLeads, MAPPING_CSV, readLedger } from '../pipeline/_setup.js';
 import {
@@ -75,9 +75,6 @@ describe('faults', () => {
   let csv: string;
   let agents: string;
 
-  beforeAll(() => {
-    ensureBuilt();
-  });
   beforeEach(() => {
     tmp = makeTempDir('quote-batch-faults-');
     ({ csv, agents } = generateLeads(tmp.dir, 600, 23));

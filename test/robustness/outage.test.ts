@@ -5,9 +5,9 @@
  * reached: the breaker probes at growing intervals), and must complete once the partner is back.
  */
 import Database from 'better-sqlite3';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { ensureBuilt, startCli, type CliResult } from '../helpers/cli.js';
+import { startCli, type CliResult } from '../helpers/cli.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
 import { countState, generateLeads, MAPPING_CSV, readLedger, waitFor } from '../pipeline/_setup.js';
 import {
@@ -21,7 +21,6 @@ describe('a 60-second outage', () => {
   let tmp: ReturnType<typeof makeTempDir>;
   let sandbox: SandboxHandle | undefined;
 
-  beforeAll(() => ensureBuilt());
   beforeEach(() => {
     tmp = makeTempDir('quote-batch-outage-');
   });

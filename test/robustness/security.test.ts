@@ -8,9 +8,9 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { CLI, cliEnv, ensureBuilt, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
+import { CLI, cliEnv, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { ledgerBytes, readLedger } from '../pipeline/_setup.js';
 import { CANARY_KEY, expectNoSecrets, expectPrivateLedger, startCanarySandbox } from './_shared.js';
@@ -27,7 +27,6 @@ describe('secrets and personal data', () => {
   const tmp = useTempDir('quote-batch-security-');
   let sandbox: SandboxHandle;
 
-  beforeAll(() => ensureBuilt());
   beforeEach(async () => {
     sandbox = await startCanarySandbox();
   });
@@ -115,7 +114,6 @@ describe('secrets and personal data', () => {
 
 describe('transport safety at start-up', () => {
   const tmp = useTempDir('quote-batch-security-');
-  beforeAll(() => ensureBuilt());
 
   const runWith = (baseUrl: string, env: Record<string, string | undefined> = {}): Promise<CliResult> =>
     runCli(['run', CSV, '--mapping', MAPPING, '--base-url', baseUrl, '--env', 'uat', '--ledger', tmp.path('l.db'), '--quiet'], {

@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt } from '../helpers/cli.js';
 import { AGENTS_FILE, post, VALIDATE } from './_client.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -14,7 +13,6 @@ let dir: string;
 const children: ChildProcessWithoutNullStreams[] = [];
 
 beforeAll(() => {
-  ensureBuilt(); // the binary runs dist/cli.js, built by vitest's global setup
   dir = mkdtempSync(join(tmpdir(), 'quote-batch-sandbox-cli-'));
 });
 afterAll(() => {
