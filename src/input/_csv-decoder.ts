@@ -22,7 +22,7 @@ const EMPTY = Buffer.alloc(0);
  */
 interface CsvEngine {
   readonly info: { readonly bytes: number; readonly empty_lines: number };
-  readonly state: { recordHasError: boolean; quoting: boolean; previousBuf: Buffer | undefined; field: FieldBuffer };
+  readonly state: { recordHasError: boolean; quoting: boolean; previousBuf: Buffer | undefined; field?: FieldBuffer };
   readonly options: { readonly record_delimiter: readonly Buffer[] };
   parse(
     buf: Buffer | undefined,
@@ -396,7 +396,7 @@ export class CsvDecoder implements Decoder {
     if (engine === undefined || typeof engine.parse !== 'function' || typeof engine.state !== 'object') {
       throw new Error('csv-parse has changed: Parser.api.parse is missing (quote-batch needs csv-parse 6)');
     }
-    const field = engine.state.field as FieldBuffer | undefined;
+    const field = engine.state.field;
     if (field !== undefined && Buffer.isBuffer(field.buf) && typeof field.length === 'number') decodeFieldWithoutView(field);
     return engine;
   }
