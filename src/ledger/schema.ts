@@ -175,6 +175,41 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE jobs ADD COLUMN resume_line INTEGER;
   CREATE INDEX rows_updated ON rows (job_id, updated_at);
   `,
+  // 3: unattended operation and the partner's limit.
+  // - rows.source_offset/source_line: where each row's record starts in the (decoded) input, so
+  //   that `export --format source` can copy the lead source's own records back out.
+  // - resolutions: what `resolve` decided for rows in doubt, with the operator's note.
+  // - run_samples: one row per second of a run (adaptive concurrency, throughput, 429s), for the
+  //   report's charts and for ops to see the limit the partner settled at.
+  `
+  ALTER TABLE rows ADD COLUMN source_offset INTEGER;
+  ALTER TABLE rows ADD COLUMN source_line INTEGER;
+
+  CREATE TABLE resolutions (
+    id           INTEGER PRIMARY KEY,
+    job_id       INTEGER NOT NULL REFERENCES jobs (id),
+    row_number   INTEGER NOT NULL,
+    from_state   TEXT    NOT NULL,
+    to_state     TEXT    NOT NULL,
+    note         TEXT,
+    resolved_at  TEXT    NOT NULL
+  );
+  CREATE INDEX resolutions_job ON resolutions (job_id, row_number);
+
+  CREATE TABLE run_samples (
+    run_id             INTEGER NOT NULL REFERENCES runs (id),
+    elapsed_ms         INTEGER NOT NULL,
+    at                 TEXT    NOT NULL,
+    concurrency_limit  REAL,
+    in_flight          INTEGER NOT NULL,
+    attempts           INTEGER NOT NULL,
+    throttled          INTEGER NOT NULL,
+    errors             INTEGER NOT NULL,
+    rows_done          INTEGER NOT NULL,
+    latency_p50_ms     REAL,
+    PRIMARY KEY (run_id, elapsed_ms)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

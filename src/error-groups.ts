@@ -1,0 +1,141 @@
+/**
+ * Errors grouped by kind: one function that says which group a failure belongs to, shared by the
+ * run summary, `report` (every format) and `check`, so that the three never disagree.
+ *
+ * A kind is the row's state, its error code, and what went wrong with the row numbers, values and
+ * ids taken out: for a mapping error, the request path (indexes removed) and the message head; for
+ * a partner answer, the partner's message. `row 17: application.drivers[1].dob: expected YYYY-MM-DD,
+ * got "13/45/1990" (column driver2_dob)` and the same mistake on row 90 in `driver1_dob` are one kind,
+ * `application.drivers[].dob: expected YYYY-MM-DD`, seen in the columns driver1_dob and driver2_dob.
+ */
+
+/** What is known of one failure. */
+export interface ErrorKindInput {
+  state: string;
+  errorCode: string | null;
+  /** `rows.error_message`, or a `check` issue formatted by `formatRowIssue`. */
+  message: string | null;
+}
+
+export interface ErrorKind {
+  /** Stable grouping key (state, code and subject). */
+  key: string;
+  state: string;
+  code: string | null;
+  /** What went wrong, without row numbers, values or ids. */
+  subject: string;
+  /** Source columns (or NDJSON fields) named by the message, in the order seen. */
+  columns: string[];
+}
+
+/** One group: how many failures, and a few of their rows as samples. */
+export interface ErrorGroup extends ErrorKind {
+  count: number;
+  /** The first rows seen in the group (at most `samples` of {@link ErrorGroups}). */
+  rows: number[];
+}
+
+/** `row 17: ` at the start of a formatted issue. */
+const ROW_PREFIX = /^row \d+: /;
+/** `line 12: ` at the start of a reader's message. */
+const LINE_PREFIX = /^(?:line|lines) \d+(?:[-–]\d+)?: /;
+/** ` (column driver2_dob)`, ` (columns a, b)`, ` (field x.y)` at the end of a formatted issue. */
+const COLUMNS_SUFFIX = / \((?:column|columns|field|fields) ([^()]*)\)$/;
+const INDEX = /\[\d+\]/g;
+
+// Value-like parts of a message, replaced by a placeholder (order matters: the wider ones first).
+const REPLACEMENTS: readonly [RegExp, string][] = [
+  [/"(?:[^"\\]|\\.)*"/g, '"…"'],
+  [/'(?:[^'\\]|\\.)*'/g, "'…'"],
+  [/\bhttps?:\/\/\S+/gi, '<url>'],
+  [/[^\s@"'<>()]+@[^\s@"'<>()]+\.[A-Za-z]{2,}/g, '<email>'],
+  [/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<id>'],
+  // Tokens mixing letters and digits (ids, quote numbers, VINs) and long hex strings.
+  [/\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}\b/g, '<id>'],
+  [/\b\d+(?:\.\d+)?\b/g, 'N'],
+];
+
+/** Takes row numbers, quoted values, ids, e-mails, URLs and numbers out of a message. */
+export function normaliseReason(text: string): string {
+  let out = text.replace(/\s+/g, ' ').trim().replace(ROW_PREFIX, '').replace(LINE_PREFIX, '');
+  for (const [pattern, placeholder] of REPLACEMENTS) out = out.replace(pattern, placeholder);
+  return out;
+}
+
+/**
+ * The kind of one failure. A row whose message holds several issues (`; `-separated, as the run
+ * records mapping errors) is of the kind of its first issue.
+ */
+export function errorKindOf(input: ErrorKindInput): ErrorKind {
+  const code = input.errorCode === null || input.errorCode === '' ? null : input.errorCode;
+  let text = (input.message ?? '').replace(/\s+/g, ' ').trim();
+  if (ROW_PREFIX.test(text)) {
+    // Issues are joined with "; row N: " by the run: keep the first.
+    const next = text.search(/; row \d+: /);
+    if (next > 0) text = text.slice(0, next);
+  }
+  const columns: string[] = [];
+  const suffix = COLUMNS_SUFFIX.exec(text);
+  if (suffix !== null && ROW_PREFIX.test(text)) {
+    for (const column of (suffix[1] ?? '').split(', ')) if (column !== '' && !columns.includes(column)) columns.push(column);
+    text = text.slice(0, suffix.index);
+  }
+  let subject: string;
+  if (ROW_PREFIX.test(text)) {
+    // `row N: path: message[, got "value"]`: the path without indexes, the message without its value.
+    const rest = text.replace(ROW_PREFIX, '');
+    const colon = rest.indexOf(': ');
+    const path = colon < 0 ? '' : rest.slice(0, colon).replace(INDEX, '[]');
+    const message = colon < 0 ? rest : rest.slice(colon + 2);
+    subject = path === '' ? normaliseReason(message) : `${path}: ${normaliseReason(message.replace(/, got .*$/, ''))}`;
+  } else {
+    subject = normaliseReason(text);
+  }
+  if (subject === '') subject = code ?? input.state;
+  return { key: `${input.state}\u0000${code ?? ''}\u0000${subject}`, state: input.state, code, subject, columns };
+}
+
+/** Counts failures by kind, keeping the first few rows of each as samples. Memory grows with kinds, not rows. */
+export class ErrorGroups {
+  readonly #groups = new Map<string, ErrorGroup>();
+  readonly #samples: number;
+
+  constructor(options: { samples?: number } = {}) {
+    this.#samples = options.samples ?? 3;
+  }
+
+  /** Adds one failure (of `row`, when known) and returns its group. */
+  add(input: ErrorKindInput, row?: number, count = 1): ErrorGroup {
+    const kind = errorKindOf(input);
+    let group = this.#groups.get(kind.key);
+    if (group === undefined) {
+      group = { ...kind, columns: [], count: 0, rows: [] };
+      this.#groups.set(kind.key, group);
+    }
+    group.count += count;
+    if (row !== undefined && group.rows.length < this.#samples) group.rows.push(row);
+    for (const column of kind.columns) if (group.columns.length < 8 && !group.columns.includes(column)) group.columns.push(column);
+    return group;
+  }
+
+  /** Number of distinct kinds. */
+  get size(): number {
+    return this.#groups.size;
+  }
+
+  /** The groups, largest first (ties: the one seen first). */
+  top(limit = Number.POSITIVE_INFINITY): ErrorGroup[] {
+    return [...this.#groups.values()]
+      .map((group, order) => ({ group, order }))
+      .sort((a, b) => b.group.count - a.group.count || a.order - b.order)
+      .slice(0, limit)
+      .map(({ group }) => group);
+  }
+}
+
+/** One line for a group: `state · code · subject (columns …)`. */
+export function describeErrorKind(kind: ErrorKind): string {
+  const columns = kind.columns.length === 0 ? '' : ` (${kind.columns.length === 1 ? 'column' : 'columns'} ${kind.columns.join(', ')})`;
+  const head = kind.code === null || kind.subject === kind.code ? kind.state : `${kind.state} · ${kind.code}`;
+  return `${head} · ${kind.subject}${columns}`;
+}

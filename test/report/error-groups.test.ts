@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { describeErrorKind, ErrorGroups, errorKindOf, normaliseReason } from '../../src/error-groups.js';
+
+describe('normaliseReason', () => {
+  it.each([
+    ['row 17: expected a date', 'expected a date'],
+    ['line 12: unclosed quote', 'unclosed quote'],
+    ['State "XX" is not supported', 'State "…" is not supported'],
+    ['agent dana.whitfield@example.com not found', 'agent <email> not found'],
+    ['transaction 3f2b9c1e-0d7a-4e55-9a1b-2c3d4e5f6a7b failed', 'transaction <id> failed'],
+    ['vehicle 1HGCM82633A004352 not eligible', 'vehicle <id> not eligible'],
+    ['Request body exceeds 1048576 bytes.', 'Request body exceeds N bytes.'],
+    ['see https://partner.example/docs?id=4 now', 'see <url> now'],
+    ['Processed successfully.', 'Processed successfully.'],
+    ['state_not_supported', 'state_not_supported'],
+  ])('%s → %s', (input, expected) => {
+    expect(normaliseReason(input)).toBe(expected);
+  });
+});
+
+describe('errorKindOf', () => {
+  it('groups one mapping mistake across rows, drivers and values', () => {
+    const a = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 17: application.drivers[1].dob: expected YYYY-MM-DD, got "13/45/1990" (column driver2_dob)' });
+    const b = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 90: application.drivers[0].dob: expected YYYY-MM-DD, got "1990-02-30" (column driver1_dob)' });
+    expect(a.key).toBe(b.key);
+    expect(a.subject).toBe('application.drivers[].dob: expected YYYY-MM-DD');
+    expect(a.columns).toEqual(['driver2_dob']);
+    expect(a.subject).not.toMatch(/17|90|1990/);
+  });
+
+  it('takes the first issue of a row with several', () => {
+    const kind = errorKindOf({
+      state: 'invalid', errorCode: 'mapping_error',
+      message: 'row 3: application.effective_date: is required (column eff); row 3: tracking.click_id: is required (column click)',
+    });
+    expect(kind.subject).toBe('application.effective_date: is required');
+    expect(kind.columns).toEqual(['eff']);
+  });
+
+  it('keeps state and code apart', () => {
+    const rejected = errorKindOf({ state: 'rejected', errorCode: 'state_not_supported', message: 'State not supported.' });
+    const failed = errorKindOf({ state: 'failed', errorCode: 'state_not_supported', message: 'State not supported.' });
+    expect(rejected.key).not.toBe(failed.key);
+  });
+
+  it('falls back to the code, then the state, when there is no message', () => {
+    expect(errorKindOf({ state: 'failed', errorCode: 'http_503', message: null }).subject).toBe('http_503');
+    expect(errorKindOf({ state: 'in_doubt', errorCode: null, message: '' }).subject).toBe('in_doubt');
+  });
+
+  it('groups partner messages that differ only by ids and numbers', () => {
+    const a = errorKindOf({ state: 'in_doubt', errorCode: 'ETIMEDOUT', message: 'POST http://127.0.0.1:41234/partner/v2/policy/quote: ETIMEDOUT (time-out); 2 attempts' });
+    const b = errorKindOf({ state: 'in_doubt', errorCode: 'ETIMEDOUT', message: 'POST http://127.0.0.1:41234/partner/v2/policy/quote: ETIMEDOUT (time-out); 3 attempts' });
+    expect(a.key).toBe(b.key);
+  });
+});
+
+describe('ErrorGroups', () => {
+  it('counts by kind, keeps samples, and ranks largest first', () => {
+    const groups = new ErrorGroups({ samples: 2 });
+    for (let row = 1; row <= 5; row += 1) {
+      groups.add({ state: 'rejected', errorCode: 'state_not_supported', message: `row ${row}: State "X${row}" not supported` }, row);
+    }
+    groups.add({ state: 'invalid', errorCode: 'mapping_error', message: 'row 9: tracking.click_id: is required (column click_id)' }, 9);
+    expect(groups.size).toBe(2);
+    const [first, second] = groups.top();
+    expect(first).toMatchObject({ count: 5, rows: [1, 2], state: 'rejected' });
+    expect(second).toMatchObject({ count: 1, rows: [9], columns: ['click_id'] });
+    expect(describeErrorKind(second!)).toBe('invalid · mapping_error · tracking.click_id: is required (column click_id)');
+    expect(groups.top(1)).toHaveLength(1);
+  });
+});
