@@ -1,0 +1,102 @@
+/**
+ * How many requests may be in flight at once: the seam between the partner client and the policy
+ * that decides it. Every attempt of every call (agent validation, quote, lead) takes a slot before
+ * it leaves and gives it back with what its answer taught, so that one limiter sees the partner as
+ * a whole. A slot is held only while a request is on the wire: a request waiting out a back-off or
+ * a `Retry-After` holds none, so one throttled request never freezes the others.
+ *
+ * {@link FixedLimiter} is `--no-adaptive`; `AdaptiveLimiter` (`./adaptive-limiter.ts`) moves the
+ * limit with the partner's answers (contract §5).
+ */
+import type { WaitResult } from './_sleep.js';
+
+/** What one finished attempt tells the limiter. */
+export interface AttemptSample {
+  /** Milliseconds from the request leaving to its answer (or its failure). */
+  latencyMs: number;
+  /**
+   * - `ok`: the partner answered and is keeping up (2xx, or a final 4xx about the data);
+   * - `throttled`: 429, or 503 with `Retry-After`: the partner asks for less;
+   * - `error`: a 5xx or a transport failure (refused, reset, time-out);
+   * - `dropped`: nothing was learned (the slot was given back unused).
+   */
+  signal: 'ok' | 'throttled' | 'error' | 'dropped';
+}
+
+/** A permission to have one request in flight; release it exactly once. */
+export interface ConcurrencySlot {
+  release(sample: AttemptSample): void;
+}
+
+export interface ConcurrencyLimiter {
+  /** Waits for a free slot (and, for a pacing limiter, its turn); `'aborted'` when a signal fired first. */
+  acquire(signals?: readonly (AbortSignal | undefined)[]): Promise<ConcurrencySlot | 'aborted'>;
+  /** Requests allowed in flight now (may be fractional for an adaptive limiter). */
+  readonly limit: number;
+  /** Slots taken and not yet released. */
+  readonly inFlight: number;
+}
+
+/**
+ * A fixed number of slots, handed out in arrival order. Waiters that are aborted leave the queue
+ * without taking a slot.
+ */
+export class FixedLimiter implements ConcurrencyLimiter {
+  readonly #limit: number;
+  #inFlight = 0;
+  readonly #waiters: (() => void)[] = [];
+
+  constructor(limit: number) {
+    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    this.#limit = limit;
+  }
+
+  get limit(): number {
+    return this.#limit;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  async acquire(signals: readonly (AbortSignal | undefined)[] = []): Promise<ConcurrencySlot | 'aborted'> {
+    const live = signals.filter((s): s is AbortSignal => s !== undefined);
+    for (;;) {
+      if (live.some((s) => s.aborted)) return 'aborted';
+      if (this.#inFlight < this.#limit) {
+        this.#inFlight += 1;
+        return this.#slot();
+      }
+      if ((await this.#wait(live)) === 'aborted') return 'aborted';
+    }
+  }
+
+  #slot(): ConcurrencySlot {
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#inFlight -= 1;
+        this.#waiters.shift()?.();
+      },
+    };
+  }
+
+  #wait(signals: readonly AbortSignal[]): Promise<WaitResult> {
+    return new Promise((resolve) => {
+      const onAbort = (): void => {
+        const at = this.#waiters.indexOf(wake);
+        if (at >= 0) this.#waiters.splice(at, 1);
+        done('aborted');
+      };
+      const done = (result: WaitResult): void => {
+        for (const s of signals) s.removeEventListener('abort', onAbort);
+        resolve(result);
+      };
+      const wake = (): void => done('elapsed');
+      this.#waiters.push(wake);
+      for (const s of signals) s.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
