@@ -102,8 +102,14 @@ function readMessage(body: unknown): string | undefined {
 function exitCodeFor(results: readonly AgentResult[], environment: string, err: (text: string) => void): number {
   const forbidden = results.find((r) => r.outcome === 'forbidden');
   if (forbidden !== undefined) {
-    err(`error: the partner answered 403 Forbidden: the API key is not valid for the ${environment} environment\n`);
+    err(`error: the partner refused the API key (${forbidden.http_status ?? '?'}): it is not valid for the ${environment} environment\n`);
     err('hint: check QUOTE_BATCH_API_KEY or --api-key-file, and --env\n');
+    return 3;
+  }
+  const misrouted = results.find((r) => r.outcome === 'misrouted');
+  if (misrouted !== undefined) {
+    err(`error: the partner answered ${misrouted.http_status ?? '?'} for agent validation: the base URL or the endpoint is wrong\n`);
+    err('hint: check --base-url / --env and the configured base URL\n');
     return 3;
   }
   const failed = results.filter((r) => r.outcome === 'retryable' || r.outcome === 'in_doubt');

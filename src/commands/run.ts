@@ -8,9 +8,10 @@ import { loadMapping } from '../mapping/index.js';
 import type { Operation } from '../partner/types.js';
 import { createProgressReporter } from '../pipeline/progress.js';
 import { checkInputHeader, runJob } from '../pipeline/run-job.js';
-import { formatSummary } from '../pipeline/summary.js';
+import { formatSummary, nextStep } from '../pipeline/summary.js';
+import { FixedLimiter, formatDuration, type ConcurrencyLimiter } from '../partner/index.js';
 import { openPartner } from './_connect.js';
-import { parseNumberIn, type RegisterCommand } from './context.js';
+import { parseDurationFlag, parseNumberIn, type RegisterCommand } from './context.js';
 
 interface RunFlags {
   mapping: string;
@@ -30,6 +31,10 @@ interface RunFlags {
   resendInDoubt?: boolean;
   storeRequests?: StoreRequests;
   maxConsecutiveFailures?: number;
+  maxOutage?: number;
+  maxRetryAfter?: number;
+  maxRuntime?: number;
+  adaptive?: boolean;
   quiet?: boolean;
   jsonLog?: boolean;
 }
@@ -58,7 +63,12 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     .option('--no-retry-failed', 'leave rows left failed by an earlier run alone')
     .option('--resend-in-doubt', 'also resend rows left in_doubt (they may have reached the partner)')
     .addOption(new Option('--store-requests <mode>', 'how much of each request the ledger keeps (default masked)').choices(STORE_REQUESTS))
-    .option('--max-consecutive-failures <n>', 'halt after N consecutive transient failures (default 50)', parseNumberIn('--max-consecutive-failures', 1, 1e6))
+    .option('--max-consecutive-failures <n>', 'consecutive transient failures of one operation that open the circuit breaker (default 10)', parseNumberIn('--max-consecutive-failures', 1, 1e6, true))
+    .option('--max-outage <duration>', 'halt (exit 3) when the partner has not recovered this long after the breaker opened, e.g. 90s, 10m (default 10m)', parseDurationFlag('--max-outage'))
+    .option('--max-retry-after <duration>', 'a Retry-After longer than this halts the run instead of waiting (default 5m)', parseDurationFlag('--max-retry-after', 0))
+    .option('--max-runtime <duration>', 'stop like SIGTERM once the run has lasted this long, e.g. 2h (default: none)', parseDurationFlag('--max-runtime'))
+    .option('--adaptive', "adapt the requests in flight to the partner's answers, up to --concurrency (default)")
+    .option('--no-adaptive', 'keep exactly --concurrency requests in flight')
     .option('--quiet', 'no progress bar or progress lines')
     .option('--json-log', 'machine-readable JSON log lines on stderr')
     .action(async (input: string, flags: RunFlags) => {
@@ -77,7 +87,11 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       maxAttempts: flags.maxAttempts ?? d['max-attempts'] ?? 5,
       timeoutMs: flags.timeout ?? d.timeout ?? 30_000,
       storeRequests: flags.storeRequests ?? d['store-requests'] ?? 'masked',
-      maxConsecutiveFailures: flags.maxConsecutiveFailures ?? d['max-consecutive-failures'] ?? 50,
+      maxConsecutiveFailures: flags.maxConsecutiveFailures ?? d['max-consecutive-failures'] ?? 10,
+      maxOutageMs: flags.maxOutage ?? durationDefault(d['max-outage'], '--max-outage') ?? 600_000,
+      maxRetryAfterMs: flags.maxRetryAfter ?? durationDefault(d['max-retry-after'], '--max-retry-after') ?? 300_000,
+      maxRuntimeMs: flags.maxRuntime ?? durationDefault(d['max-runtime'], '--max-runtime'),
+      adaptive: flags.adaptive ?? d.adaptive ?? true,
       retryFailed: flags.retryFailed ?? d['retry-failed'] ?? true,
       resendInDoubt: flags.resendInDoubt ?? d['resend-in-doubt'] ?? false,
       fresh: flags.fresh ?? false,
@@ -100,6 +114,16 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       logger,
       flags.quiet === true ? 'none' : flags.jsonLog === true ? 'json' : io.stderrTTYStream !== undefined ? 'bar' : 'lines',
     );
+    // --max-runtime stops the run like SIGTERM: requests in flight finish, the summary is printed.
+    const stop = new AbortController();
+    const onStop = (): void => stop.abort(ctx.stop.reason);
+    if (ctx.stop.aborted) onStop();
+    else ctx.stop.addEventListener('abort', onStop, { once: true });
+    const runtime = settings.maxRuntimeMs === undefined ? undefined : setTimeout(() => {
+      logger.warn(`--max-runtime ${formatDuration(settings.maxRuntimeMs ?? 0)} reached: finishing requests in flight, then stopping`, { event: 'max_runtime' });
+      stop.abort(`stopped after --max-runtime ${formatDuration(settings.maxRuntimeMs ?? 0)}`);
+    }, settings.maxRuntimeMs);
+    runtime?.unref();
     try {
       const result = await runJob({
         inputPath,
@@ -107,16 +131,22 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         ledger,
         environment: connection.environment,
         operation: settings.operation,
-        connect: async () => {
+        connect: async ({ onEvent }) => {
+          const limiter = settings.adaptive ? createAdaptiveLimiter(concurrency) : new FixedLimiter(concurrency);
           const c = await openPartner(connection, io, {
             concurrency,
+            limiter,
             timeoutMs: settings.timeoutMs,
             maxAttempts: settings.maxAttempts,
             rate: settings.rate,
             maxConsecutiveFailures: settings.maxConsecutiveFailures,
+            maxOutageMs: settings.maxOutageMs,
+            maxRetryAfterMs: settings.maxRetryAfterMs,
+            onEvent,
           }, config, (message) => logger.info(message, { event: 'sandbox_started' }));
           return { client: c.client, baseUrl: c.baseUrl, close: c.close };
         },
+        maxOutageMs: settings.maxOutageMs,
         concurrency,
         limit: settings.limit,
         fresh: settings.fresh,
@@ -124,23 +154,38 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         resendInDoubt: settings.resendInDoubt,
         storeRequests: settings.storeRequests,
         options: { ...settings, input, mapping: flags.mapping, environment: connection.environment, ledger: ledgerPath },
-        stop: ctx.stop,
+        stop: stop.signal,
         logger,
         onProgress: (s) => progress.update(s),
         progressIntervalMs: progress.intervalMs,
       });
       progress.stop();
-      if (flags.jsonLog === true) {
-        logger.info('run finished', {
-          event: 'summary', job: result.job.id, run: result.runId, end: result.end, exit_code: result.exitCode,
-          duration_ms: Math.round(result.durationMs), ...result.counts,
-        });
-      }
+      const fields = {
+        event: 'summary', job: result.job.id, run: result.runId, end: result.end, exit_code: result.exitCode,
+        duration_ms: Math.round(result.durationMs), halt_reason: result.haltReason, settled_limit: result.settledLimit, ...result.counts,
+      };
+      // The summary's level says whether the job is done: info when completed, warn when not.
+      if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result)}`, fields);
+      else if (flags.jsonLog === true) logger.info(`run finished: ${nextStep(result)}`, fields);
       io.out(formatSummary(result, ledger));
       return result.exitCode;
     } finally {
+      if (runtime !== undefined) clearTimeout(runtime);
+      ctx.stop.removeEventListener('abort', onStop);
       progress.stop();
       ledger.close();
     }
   }
 };
+
+/** A duration from the config file (text such as `10m`, or a number of seconds). */
+function durationDefault(value: string | number | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  return parseDurationFlag(flag)(String(value));
+}
+
+/** The adaptive limiter (contract §5); its ceiling is --concurrency. */
+function createAdaptiveLimiter(ceiling: number): ConcurrencyLimiter {
+  // TODO(adaptive): replaced by AdaptiveLimiter when it lands.
+  return new FixedLimiter(ceiling);
+}

@@ -45,6 +45,11 @@ export const ConfigFile = z.strictObject({
       timeout: positiveInt.optional(),
       'store-requests': z.enum(STORE_REQUESTS).optional(),
       'max-consecutive-failures': positiveInt.optional(),
+      /** Durations: `90s`, `10m`, `2h`, or a number of seconds. */
+      'max-outage': z.union([z.string(), z.number().nonnegative()]).optional(),
+      'max-retry-after': z.union([z.string(), z.number().nonnegative()]).optional(),
+      'max-runtime': z.union([z.string(), z.number().nonnegative()]).optional(),
+      adaptive: z.boolean().optional(),
       'resend-in-doubt': z.boolean().optional(),
       'retry-failed': z.boolean().optional(),
       'api-key-file': z.string().optional(),

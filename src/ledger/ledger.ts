@@ -65,6 +65,21 @@ export interface NewRow {
   errorCode?: string | null;
   errorMessage?: string | null;
   inputIssuesJson?: string | null;
+  /** Where the row's record starts in the (decoded) input: byte offset and line. */
+  sourceOffset?: number | null;
+  sourceLine?: number | null;
+}
+
+/** One second of a run, for `run_samples` (see migration 3). */
+export interface RunSample {
+  elapsedMs: number;
+  concurrencyLimit: number | null;
+  inFlight: number;
+  attempts: number;
+  throttled: number;
+  errors: number;
+  rowsDone: number;
+  latencyP50Ms: number | null;
 }
 
 export interface RowOutcome {
@@ -283,6 +298,8 @@ export class Ledger {
           error_code: row.errorCode ?? null,
           error_message: row.errorMessage ?? null,
           input_issues_json: row.inputIssuesJson ?? null,
+          source_offset: row.sourceOffset ?? null,
+          source_line: row.sourceLine ?? null,
           updated_at: at,
         });
       }
@@ -336,6 +353,14 @@ export class Ledger {
 
   private insertAttemptRow(jobId: number, runId: number, rowNumber: number | null, a: AttemptRecord, agentEmail: string | null): void {
     this.stmts.insertAttempt.run(jobId, rowNumber, runId, a.kind, a.startedAt, a.durationMs, a.httpStatus, a.errorCode, a.outcome, agentEmail);
+  }
+
+  /** Records one second of a run (`run_samples`). */
+  recordRunSample(runId: number, sample: RunSample): void {
+    this.stmts.insertRunSample.run(
+      runId, Math.round(sample.elapsedMs), now(), sample.concurrencyLimit, sample.inFlight, sample.attempts,
+      sample.throttled, sample.errors, sample.rowsDone, sample.latencyP50Ms,
+    );
   }
 
   countsByState(jobId: number): Record<RowState, number> {
@@ -460,8 +485,10 @@ function prepareStatements(db: Database.Database) {
       `SELECT 1 FROM rows INDEXED BY rows_key WHERE job_id = ? AND row_key = ? AND state NOT IN ('duplicate', 'invalid') LIMIT 1`,
     ),
     insertRow: p(
-      `INSERT INTO rows (job_id, row_number, row_key, agent_email, state, error_code, error_message, input_issues_json, updated_at)
-       VALUES (@job_id, @row_number, @row_key, @agent_email, @state, @error_code, @error_message, @input_issues_json, @updated_at)`,
+      `INSERT INTO rows (job_id, row_number, row_key, agent_email, state, error_code, error_message, input_issues_json,
+         source_offset, source_line, updated_at)
+       VALUES (@job_id, @row_number, @row_key, @agent_email, @state, @error_code, @error_message, @input_issues_json,
+         @source_offset, @source_line, @updated_at)`,
     ),
     markInFlight: p(
       `UPDATE rows SET state = 'in_flight', agent_id = COALESCE(?, agent_id), request_json = ?, updated_at = ?
@@ -480,6 +507,10 @@ function prepareStatements(db: Database.Database) {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     countsByState: p('SELECT state, COUNT(*) AS n FROM rows WHERE job_id = ? GROUP BY state'),
+    insertRunSample: p(
+      `INSERT OR REPLACE INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors,
+         rows_done, latency_p50_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
     topErrors: p(
       `SELECT state, error_code, error_message, COUNT(*) AS n FROM rows
        WHERE job_id = ? AND state IN ('rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt')

@@ -1,48 +1,67 @@
 /**
- * The client's circuit breaker, shared by all calls: it stops a batch from hammering a partner
- * that is down, and halts the run when the partner stays down.
+ * A circuit breaker per partner operation (agent validation; quote/lead): it stops a batch from
+ * hammering a partner that is down, and gives up (halts the run) when the partner stays down.
  *
- * closed ──(openAfter consecutive transient failures)──▶ open ──(cool-down)──▶ half_open
- *   ▲                                                     ▲                       │ one probe
- *   └──────────────────── a success ◀─────────────────────┴── the probe failed ◀──┘ (cool-down ×2)
+ *              openAfterFailures transient failures in a row,
+ *              or openAfterInDoubt sends in a row in doubt
+ *   closed ───────────────────────────────────────────────────▶ open ──(probe, a read, answered)──▶ half_open
+ *     ▲                                                          ▲ │                                   │ one trial call
+ *     └──────────────────────── a success ◀──────────────────────┼─┘◀──────── the trial failed ◀──────┘
+ *                                                                └── maxOutageMs without a success: gave up (halt)
  *
- * Consecutive transient failures (5xx, transport) that reach `maxConsecutiveFailures` halt the
- * breaker for good. While it is open only probes are sent, so the count grows by one per cool-down
- * (1 s, 2 s, 4 s … 30 s): a one-minute outage costs about ten, well under the default 50. Failures
- * of requests that left before the breaker opened are not counted again.
+ * While it is open no call of its operation leaves; the client probes the partner with agent
+ * validation (a read, never a quote) at growing intervals and tells the breaker how the probe went.
+ * A probe that is answered lets one trial call of the operation through (half-open); its success
+ * closes the breaker. A success of any call closes it, which ends the outage.
+ *
+ * Pure state plus waiting: no timers of its own except the give-up deadline, and a clock that tests
+ * can inject.
  */
+import { onAnyAbort } from './_sleep.js';
 import type { Clock } from './rate-limiter.js';
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
 /** Options of {@link CircuitBreaker}. */
 export interface CircuitBreakerOptions {
-  /** Consecutive transient failures that open the breaker; 0 never opens it. */
-  openAfter: number;
-  /** First cool-down; doubles after each failed probe. */
+  /** Consecutive transient failures (5xx, time-outs, resets, in-doubt sends) that open it; 0 never. */
+  openAfterFailures: number;
+  /** Consecutive sends ending in doubt that open it (the run's concurrency); 0 never. */
+  openAfterInDoubt: number;
+  /** First pause between probes; doubles after each failed probe or trial, up to `maxCooldownMs`. */
   cooldownMs: number;
-  /** Largest cool-down. */
   maxCooldownMs: number;
-  /** Consecutive transient failures that halt the breaker for good; 0 never halts. */
-  maxConsecutiveFailures: number;
+  /** Give up (halt) when open this long without a success; 0 never. */
+  maxOutageMs: number;
   now?: Clock;
 }
 
 /** Handed out by {@link CircuitBreaker.acquire}; report the attempt's result with it exactly once. */
 export interface BreakerPermit {
-  /** True for the single attempt let through while half-open. */
-  readonly probe: boolean;
+  /** True for the single trial call let through while half-open. */
+  readonly trial: boolean;
+}
+
+/** What opened the breaker, for the warning line. */
+export interface BreakerOpening {
+  reason: string;
+  /** Monotonic time when the breaker will give up unless the partner recovers (Infinity: never). */
+  giveUpAt: number;
 }
 
 export class CircuitBreaker {
   readonly #options: Required<CircuitBreakerOptions>;
-  readonly #halt = new AbortController();
+  readonly #gaveUp = new AbortController();
   readonly #wakers = new Set<() => void>();
   #state: BreakerState = 'closed';
-  #consecutiveFailures = 0;
+  #failures = 0;
+  #inDoubt = 0;
   #cooldownMs: number;
-  #openUntil = 0;
-  #probeOut = false;
+  #nextProbeAt = 0;
+  #outageStartedAt: number | null = null;
+  #trialOut = false;
+  #deadline: NodeJS.Timeout | undefined;
+  #opening: BreakerOpening | null = null;
 
   constructor(options: CircuitBreakerOptions) {
     this.#options = { now: () => performance.now(), ...options };
@@ -53,97 +72,170 @@ export class CircuitBreaker {
     return this.#state;
   }
 
-  /** True once consecutive failures reached `maxConsecutiveFailures`; it never closes again. */
-  get halted(): boolean {
-    return this.#halt.signal.aborted;
-  }
-
-  /** Aborted when the breaker halts: waits listen to it so they end at once. */
-  get haltSignal(): AbortSignal {
-    return this.#halt.signal;
-  }
-
   get consecutiveFailures(): number {
-    return this.#consecutiveFailures;
+    return this.#failures;
   }
 
-  /** Waits until an attempt may be sent: at once when closed; after the cool-down as the probe. */
-  async acquire(signals: readonly (AbortSignal | undefined)[] = []): Promise<BreakerPermit | 'aborted' | 'halted'> {
-    // Each round either returns or waits for a state change, a time-out or an abort.
+  /** True once it gave up: open for `maxOutageMs` without recovery. It never closes again. */
+  get gaveUp(): boolean {
+    return this.#gaveUp.signal.aborted;
+  }
+
+  /** Aborted when it gives up, so that waits end at once. */
+  get gaveUpSignal(): AbortSignal {
+    return this.#gaveUp.signal;
+  }
+
+  /** Why and until when it is open (null when closed). */
+  get opening(): BreakerOpening | null {
+    return this.#opening;
+  }
+
+  /** Monotonic time of the next probe while open (the client's prober reads it). */
+  get nextProbeAt(): number {
+    return this.#nextProbeAt;
+  }
+
+  /** Milliseconds since the outage began (0 when closed). */
+  outageMs(): number {
+    return this.#outageStartedAt === null ? 0 : this.#options.now() - this.#outageStartedAt;
+  }
+
+  /**
+   * Waits until a call may leave: at once when closed; as the single trial when half-open; not at
+   * all while open (the prober moves it on).
+   */
+  async acquire(signals: readonly (AbortSignal | undefined)[] = []): Promise<BreakerPermit | 'aborted' | 'gave_up'> {
     for (;;) {
-      if (this.halted) return 'halted';
+      if (this.gaveUp) return 'gave_up';
       if (signals.some((s) => s?.aborted === true)) return 'aborted';
-      if (this.#state === 'closed') return { probe: false };
-      if (this.#state === 'open') {
-        const remaining = this.#openUntil - this.#options.now();
-        if (remaining <= 0) {
-          this.#state = 'half_open';
-          this.#probeOut = true;
-          return { probe: true };
-        }
-        await this.#waitForChange(remaining, signals);
-      } else if (!this.#probeOut) {
-        this.#probeOut = true;
-        return { probe: true };
-      } else {
-        await this.#waitForChange(Number.POSITIVE_INFINITY, signals);
+      if (this.#state === 'closed') return { trial: false };
+      if (this.#state === 'half_open' && !this.#trialOut) {
+        this.#trialOut = true;
+        return { trial: true };
       }
+      await this.#waitForChange(signals);
     }
   }
 
-  /** The partner answered (2xx or a final 4xx): it is up. */
-  recordSuccess(_permit: BreakerPermit): void {
-    this.#consecutiveFailures = 0;
-    this.#cooldownMs = this.#options.cooldownMs;
-    this.#probeOut = false;
-    if (this.#state !== 'closed') {
-      this.#state = 'closed';
-      this.#wake();
-    }
+  /** True when a permit taken earlier may still be used (the breaker did not open meanwhile). */
+  allows(permit: BreakerPermit): boolean {
+    return !this.gaveUp && (permit.trial || this.#state === 'closed');
   }
 
-  /** A transient failure: 5xx, or a transport failure (refused, reset, time-out). */
-  recordFailure(permit: BreakerPermit): void {
-    if (this.halted) return;
-    if (permit.probe) {
-      this.#probeOut = false;
-      this.#consecutiveFailures += 1;
-      if (this.#haltIfExhausted()) return;
-      this.#cooldownMs = Math.min(this.#cooldownMs * 2, this.#options.maxCooldownMs);
-      this.#open();
-      return;
+  /** The partner answered sensibly (2xx, a final 4xx, a readable validation): it is up. */
+  recordSuccess(_permit?: BreakerPermit): { closedAfterMs: number } | null {
+    this.#failures = 0;
+    this.#inDoubt = 0;
+    this.#trialOut = false;
+    if (this.#state === 'closed' || this.gaveUp) return null;
+    const closedAfterMs = this.outageMs();
+    this.#close();
+    return { closedAfterMs };
+  }
+
+  /**
+   * A transient failure (`inDoubt`: a send that may have been applied). Returns the opening when
+   * this failure opened the breaker, so that the caller can warn once.
+   */
+  recordFailure(permit: BreakerPermit, options: { inDoubt?: boolean; detail?: string } = {}): BreakerOpening | null {
+    if (this.gaveUp) return null;
+    if (permit.trial) {
+      this.#trialOut = false;
+      this.#reopen();
+      return null;
     }
     // A request that left before the breaker opened says nothing new about the partner.
-    if (this.#state !== 'closed') return;
-    this.#consecutiveFailures += 1;
-    if (this.#haltIfExhausted()) return;
-    if (this.#options.openAfter > 0 && this.#consecutiveFailures >= this.#options.openAfter) {
-      this.#cooldownMs = this.#options.cooldownMs;
-      this.#open();
+    if (this.#state !== 'closed') return null;
+    this.#failures += 1;
+    this.#inDoubt = options.inDoubt === true ? this.#inDoubt + 1 : 0;
+    const { openAfterFailures, openAfterInDoubt } = this.#options;
+    const detail = options.detail === undefined ? '' : ` (last: ${options.detail})`;
+    if (openAfterInDoubt > 0 && this.#inDoubt >= openAfterInDoubt) {
+      return this.#open(`${this.#inDoubt} requests in a row got no answer after they were sent${detail}`);
     }
+    if (openAfterFailures > 0 && this.#failures >= openAfterFailures) {
+      return this.#open(`${this.#failures} consecutive transient failures${detail}`);
+    }
+    return null;
   }
 
-  /** Neither (a 429, or a permit given back unused): lets the next waiter probe. */
+  /** Gives a permit back unused, or after an answer that says nothing (a 429): lets another trial in. */
   release(permit: BreakerPermit): void {
-    if (permit.probe && this.#state === 'half_open') {
-      this.#probeOut = false;
+    if (permit.trial && this.#trialOut) {
+      this.#trialOut = false;
       this.#wake();
     }
   }
 
-  #open(): void {
+  /** The prober's read was answered: let one trial call through (or close, when `closes`). */
+  probeSucceeded(options: { closes: boolean }): { closedAfterMs: number } | null {
+    if (this.#state !== 'open' || this.gaveUp) return null;
+    if (options.closes) return this.recordSuccess();
+    this.#state = 'half_open';
+    this.#trialOut = false;
+    this.#wake();
+    return null;
+  }
+
+  /** The prober's read failed: stay open, wait longer before the next probe. */
+  probeFailed(): void {
+    if (this.#state === 'open' && !this.gaveUp) this.#scheduleProbe(true);
+  }
+
+  /** Stops the give-up timer (the client is closing). */
+  dispose(): void {
+    if (this.#deadline !== undefined) clearTimeout(this.#deadline);
+    this.#deadline = undefined;
+  }
+
+  #open(reason: string): BreakerOpening {
+    const now = this.#options.now();
     this.#state = 'open';
-    this.#openUntil = this.#options.now() + this.#cooldownMs;
+    this.#cooldownMs = this.#options.cooldownMs;
+    this.#nextProbeAt = now + this.#cooldownMs;
+    if (this.#outageStartedAt === null) {
+      this.#outageStartedAt = now;
+      const max = this.#options.maxOutageMs;
+      if (max > 0) {
+        this.#deadline = setTimeout(() => this.#giveUp(), max);
+        this.#deadline.unref?.();
+      }
+    }
+    const max = this.#options.maxOutageMs;
+    this.#opening = { reason, giveUpAt: max > 0 ? (this.#outageStartedAt ?? now) + max : Number.POSITIVE_INFINITY };
+    this.#wake();
+    return this.#opening;
+  }
+
+  /** A failed trial: back to open, the outage clock still running. */
+  #reopen(): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'open';
+    this.#scheduleProbe(true);
     this.#wake();
   }
 
-  #haltIfExhausted(): boolean {
-    const max = this.#options.maxConsecutiveFailures;
-    if (max <= 0 || this.#consecutiveFailures < max) return false;
-    this.#state = 'open';
-    this.#halt.abort();
+  #scheduleProbe(longer: boolean): void {
+    if (longer) this.#cooldownMs = Math.min(this.#cooldownMs * 2, this.#options.maxCooldownMs);
+    this.#nextProbeAt = this.#options.now() + this.#cooldownMs;
+  }
+
+  #close(): void {
+    this.#state = 'closed';
+    this.#outageStartedAt = null;
+    this.#opening = null;
+    this.#cooldownMs = this.#options.cooldownMs;
+    this.dispose();
     this.#wake();
-    return true;
+  }
+
+  #giveUp(): void {
+    this.#deadline = undefined;
+    if (this.#state === 'closed' || this.gaveUp) return;
+    this.#state = 'open';
+    this.#gaveUp.abort();
+    this.#wake();
   }
 
   #wake(): void {
@@ -152,18 +244,15 @@ export class CircuitBreaker {
     for (const wake of wakers) wake();
   }
 
-  #waitForChange(ms: number, signals: readonly (AbortSignal | undefined)[]): Promise<void> {
-    const live = [...signals.filter((s): s is AbortSignal => s !== undefined), this.#halt.signal];
+  #waitForChange(signals: readonly (AbortSignal | undefined)[]): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
-        if (timer !== undefined) clearTimeout(timer);
         this.#wakers.delete(done);
-        for (const s of live) s.removeEventListener('abort', done);
+        off();
         resolve();
       };
-      const timer = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
       this.#wakers.add(done);
-      for (const s of live) s.addEventListener('abort', done, { once: true });
+      const off = onAnyAbort([...signals, this.#gaveUp.signal], done);
     });
   }
 }

@@ -1,27 +1,25 @@
 /**
- * The partner HTTP client: one got instance per environment, with the retry policy of the
- * contract (§5) on top. Every call returns a classified {@link CallOutcome}; a per-request
- * failure is never thrown, and nothing it returns holds the API key or got's error objects
- * (which carry the request options, headers included).
+ * The partner HTTP client: the retry policy of the contract (§5) on top of one keep-alive got
+ * instance. Every call returns a classified {@link CallOutcome}; a per-request failure is never
+ * thrown, and nothing it returns holds the API key (in any encoding) or got's error objects.
+ *
+ * Every attempt passes, in order: its operation's circuit breaker (closed, or the single trial
+ * while half-open), the concurrency limiter (adaptive or fixed), and the `--rate` cap. While a
+ * breaker is open the client probes the partner with agent validation (a read, never a quote),
+ * and halts for good when the outage outlasts `maxOutageMs`. A key or endpoint the partner refuses
+ * (401/403, 404/405, a redirect) and a `Retry-After` beyond `maxRetryAfterMs` halt it at once.
  */
-import * as http from 'node:http';
-import * as https from 'node:https';
-import got, { type Got, type Response } from 'got';
 import type { ZodType } from 'zod';
-import { TOOL_VERSION } from '../version.js';
+import { classifyAnswer, readString, type AttemptClass } from './_classify.js';
 import { sleep } from './_sleep.js';
-import {
-  BEFORE_SEND_PHASES,
-  NEVER_LEFT_CODES,
-  classifyResponse,
-  classifyTransportFailure,
-  readString,
-  type AttemptClass,
-} from './_classify.js';
+import { Transport, type RawAttempt } from './_transport.js';
 import { calculateRetryDelay, parseRetryAfter } from './backoff.js';
 import { assertSafeBaseUrl, displayUrl, joinUrl } from './base-url.js';
 import { CircuitBreaker, type BreakerPermit, type BreakerState } from './circuit-breaker.js';
-import { PauseGate, RateLimiter } from './rate-limiter.js';
+import { FixedLimiter, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot } from './concurrency.js';
+import { CallMetrics, type MetricsSample } from './metrics.js';
+import { RateLimiter } from './rate-limiter.js';
+import { Redactor } from './redact.js';
 import { AgentValidateResponse, QuoteSuccessResponse } from './schemas.js';
 import type { AttemptKind, AttemptRecord, CallOutcome, Operation, OutcomeKind } from './types.js';
 
@@ -29,38 +27,56 @@ import type { AttemptKind, AttemptRecord, CallOutcome, Operation, OutcomeKind } 
 export interface PartnerClientOptions {
   /** The environment's base URL; `https://` except on loopback (see `assertSafeBaseUrl`). */
   baseUrl: string;
-  /** Sent as `x-api-key`; never appears in an outcome, a message or an error. */
+  /** Sent as `x-api-key`; never appears in an outcome, a message or an error, in any encoding. */
   apiKey: string;
-  /** Keep-alive sockets kept open (size it to the caller's concurrency). Default 8. */
+  /** Requests in flight at most (the limiter's ceiling) and keep-alive sockets kept. Default 8. */
   concurrency?: number;
+  /** Decides how many requests may be in flight; default a {@link FixedLimiter} of `concurrency`. */
+  limiter?: ConcurrencyLimiter;
   /** Whole-request time-out in ms; the phase time-outs are derived from it. Default 30000. */
   timeoutMs?: number;
   /** Attempts per call for retryable failures (1 = no retry). Default 5. */
   maxAttempts?: number;
   /** At most this many attempts per second across the client; 0 = no cap. Default 0. */
   rate?: number;
-  /** Consecutive transient failures that halt the client (circuit breaker); 0 = never. Default 50. */
+  /** Consecutive transient failures of one operation that open its breaker; 0 = never. Default 10. */
   maxConsecutiveFailures?: number;
-  /** Largest `Retry-After` honoured, in ms; a longer one ends the call as `retryable`. Default 120000. */
-  retryAfterCapMs?: number;
+  /** Consecutive sends in doubt that open the quote/lead breaker. Default: `concurrency`. */
+  maxConsecutiveInDoubt?: number;
+  /** Halt when a breaker stays open this long without recovery (ms); 0 = never. Default 600000. */
+  maxOutageMs?: number;
+  /** A `Retry-After` longer than this (ms) halts the client instead of waiting. Default 300000. */
+  maxRetryAfterMs?: number;
   /** First back-off ceiling in ms (full jitter, doubling per attempt). Default 500. */
   backoffBaseMs?: number;
   /** Largest back-off ceiling in ms. Default 30000. */
   backoffCapMs?: number;
-  /** Consecutive transient failures that open the breaker. Default 5. */
-  breakerOpenAfter?: number;
-  /** First cool-down of an open breaker in ms; doubles per failed probe up to 30 s. Default 1000. */
+  /** First pause between probes of an open breaker in ms; doubles per failed probe up to 30 s. Default 1000. */
   breakerCooldownMs?: number;
+  /** Answer bodies are read up to this many bytes (decompressed); the rest is dropped. Default 1 MiB. */
+  maxBodyBytes?: number;
   /** Source of jitter in [0, 1). Default `Math.random`. */
   random?: () => number;
+  /** Told when a breaker opens or closes, a probe is made, or the client halts (for logs and the ledger). */
+  onEvent?: (event: ClientEvent) => void;
 }
+
+/** What the client tells its caller outside of calls. */
+export type ClientEvent =
+  | { type: 'breaker_open'; operation: BreakerName; reason: string; giveUpAt: Date | null }
+  | { type: 'breaker_closed'; operation: BreakerName; outageMs: number }
+  | { type: 'probe'; attempt: AttemptRecord; email: string; answered: boolean }
+  | { type: 'halt'; reason: string };
+
+/** `validate`: agent validation; `submit`: quote and lead. */
+export type BreakerName = 'validate' | 'submit';
 
 /** Per-call hooks and cancellation. */
 export interface CallOptions {
   /**
-   * Aborts the *waiting* (back-off, rate cap, pause gate, open breaker): the call then returns
-   * `retryable` with errorCode `aborted` without sending. A request already on the wire is never
-   * aborted: its answer is still awaited and recorded.
+   * Aborts the *waiting* (back-off, breaker, limiter, rate cap): the call then returns `retryable`
+   * with errorCode `aborted` without sending. A request already on the wire is never aborted: its
+   * answer is still awaited and recorded.
    */
   signal?: AbortSignal;
   /**
@@ -78,10 +94,17 @@ export interface PartnerClient {
   validateAgent(email: string, options?: CallOptions): Promise<CallOutcome<AgentValidateResponse>>;
   /** `POST /partner/v2/policy/quote|lead` (a write: not resent once the body may have arrived). */
   submit(operation: Operation, body: unknown, options?: CallOptions): Promise<CallOutcome<QuoteSuccessResponse>>;
-  /** True once the circuit breaker gave up: every call returns `retryable`/`circuit_open` unsent. */
+  /** Like {@link submit}, with the body already serialised (the pipeline checks its size first). */
+  submitJson(operation: Operation, json: string, options?: CallOptions): Promise<CallOutcome<QuoteSuccessResponse>>;
+  /** True once the client halted: every later call returns `retryable`/`halted` unsent. */
   readonly halted: boolean;
-  readonly breakerState: BreakerState;
-  /** Destroys the keep-alive sockets. */
+  /** Why it halted (one line, no secret), or null. */
+  readonly haltReason: string | null;
+  /** The quote/lead breaker's state (`validate` for agent validation's). */
+  breakerState(name?: BreakerName): BreakerState;
+  /** Requests allowed in flight now, requests in flight, and what was answered since the last sample. */
+  takeSample(): MetricsSample;
+  /** Destroys the keep-alive sockets and stops probing. */
   close(): void;
 }
 
@@ -92,134 +115,128 @@ const PATHS: Readonly<Record<AttemptKind, string>> = {
 };
 /** Non-JSON bodies are kept for diagnosis, but not whole: an HTML error page can be large. */
 const MAX_RAW_BODY = 2000;
+/** A JSON answer longer than this is stored as its head only. */
+const MAX_STORED_BODY = 16 * 1024;
 const MAX_PARTNER_MESSAGE = 300;
-const REDACTED = '[redacted]';
-/** Idle keep-alive sockets are closed after this (below the usual 5 s server idle time-out). */
-const IDLE_SOCKET_TIMEOUT_MS = 4000;
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** A read the partner can answer whatever it knows of the agent (400 for a bad address is an answer too). */
+const FALLBACK_PROBE_EMAIL = 'quote-batch-probe@example.com';
 
 export function createPartnerClient(options: PartnerClientOptions): PartnerClient {
   return new GotPartnerClient(options);
 }
 
-/** What one attempt produced, before classification; holds no got object. */
-type RawAttempt =
-  | { type: 'response'; status: number; statusText: string; retryAfter: string | undefined; text: string }
-  | { type: 'transport'; code: string; detail: string; bodySent: boolean };
-
 interface Normalised {
-  concurrency: number;
   timeoutMs: number;
   maxAttempts: number;
-  retryAfterCapMs: number;
+  maxRetryAfterMs: number;
   backoffBaseMs: number;
   backoffCapMs: number;
   random: () => number;
 }
 
+interface Parsed {
+  body: unknown;
+  stored: string | null;
+}
+
 class GotPartnerClient implements PartnerClient {
   readonly #options: Normalised;
-  readonly #apiKey: string;
   readonly #base: URL;
-  readonly #agents: { http: http.Agent; https: https.Agent };
-  readonly #got: Got;
+  readonly #redactor: Redactor;
+  readonly #transport: Transport;
+  readonly #limiter: ConcurrencyLimiter;
   readonly #rate: RateLimiter;
-  readonly #pause = new PauseGate();
-  readonly #breaker: CircuitBreaker;
+  readonly #breakers: Readonly<Record<BreakerName, CircuitBreaker>>;
+  readonly #metrics = new CallMetrics();
+  readonly #halt = new AbortController();
+  readonly #closed = new AbortController();
+  readonly #onEvent: (event: ClientEvent) => void;
+  #haltReason: string | null = null;
+  #probing = false;
+  #probeEmail = FALLBACK_PROBE_EMAIL;
 
   constructor(options: PartnerClientOptions) {
     this.#base = assertSafeBaseUrl(options.baseUrl);
-    this.#apiKey = options.apiKey;
+    this.#redactor = new Redactor(options.apiKey);
+    const concurrency = positiveInt(options.concurrency, 8);
+    const timeoutMs = positiveInt(options.timeoutMs, 30_000);
     this.#options = {
-      concurrency: positiveInt(options.concurrency, 8),
-      timeoutMs: positiveInt(options.timeoutMs, 30_000),
+      timeoutMs,
       maxAttempts: positiveInt(options.maxAttempts, 5),
-      retryAfterCapMs: nonNegative(options.retryAfterCapMs, 120_000),
+      maxRetryAfterMs: nonNegative(options.maxRetryAfterMs, 300_000),
       backoffBaseMs: nonNegative(options.backoffBaseMs, 500),
       backoffCapMs: nonNegative(options.backoffCapMs, 30_000),
       random: options.random ?? Math.random,
     };
+    this.#onEvent = options.onEvent ?? (() => {});
+    this.#limiter = options.limiter ?? new FixedLimiter(concurrency);
     this.#rate = new RateLimiter(nonNegative(options.rate, 0));
-    this.#breaker = new CircuitBreaker({
-      openAfter: nonNegative(options.breakerOpenAfter, 5),
+    const breaker = (openAfterInDoubt: number): CircuitBreaker => new CircuitBreaker({
+      openAfterFailures: nonNegative(options.maxConsecutiveFailures, 10),
+      openAfterInDoubt,
       cooldownMs: nonNegative(options.breakerCooldownMs, 1000),
       maxCooldownMs: 30_000,
-      maxConsecutiveFailures: nonNegative(options.maxConsecutiveFailures, 50),
+      maxOutageMs: nonNegative(options.maxOutageMs, 600_000),
     });
-
-    const { concurrency, timeoutMs } = this.#options;
-    // An idle socket the server closes just as a POST is written on it would look like a reset
-    // after sending (in_doubt). Closing idle sockets first avoids that: Node applies the server's
-    // `Keep-Alive: timeout=N` hint only below the agent's own `timeout`, so one must be set.
-    const agentOptions = {
-      keepAlive: true,
-      maxSockets: concurrency,
-      maxFreeSockets: concurrency,
-      timeout: IDLE_SOCKET_TIMEOUT_MS,
-    };
-    this.#agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
-    const connectMs = Math.min(timeoutMs, 10_000);
-    this.#got = got.extend({
-      agent: this.#agents,
-      headers: {
-        'x-api-key': options.apiKey,
-        'content-type': 'application/json',
-        accept: 'application/json',
-        'user-agent': `quote-batch/${TOOL_VERSION}`,
-      },
-      // got retries no POST by default; it is switched off outright because the loop in #call
-      // retries itself: only it knows whether the body left (contract §5).
-      retry: { limit: 0 },
-      // got sets no time-out by default. Each phase has one, and the whole request too; which
-      // phase fired tells whether the body was sent.
-      timeout: {
-        lookup: connectMs,
-        connect: connectMs,
-        secureConnect: connectMs,
-        send: timeoutMs,
-        response: timeoutMs,
-        request: timeoutMs,
-      },
-      // Following a redirect would replay the key to another address.
-      followRedirect: false,
-      throwHttpErrors: false,
-      // Read as text and parse here: an error body may be HTML or empty.
-      responseType: 'text',
-      decompress: true,
-    });
+    this.#breakers = { validate: breaker(0), submit: breaker(positiveInt(options.maxConsecutiveInDoubt, concurrency)) };
+    for (const [name, b] of Object.entries(this.#breakers) as [BreakerName, CircuitBreaker][]) {
+      b.gaveUpSignal.addEventListener('abort', () => {
+        const since = Math.round(b.outageMs() / 1000);
+        this.#haltWith(`the partner did not recover within --max-outage (${formatDuration(nonNegative(options.maxOutageMs, 600_000))}; ${name === 'submit' ? 'quote/lead' : 'agent validation'} failing for ${formatDuration(since * 1000)})`);
+      }, { once: true });
+    }
+    this.#transport = new Transport({ apiKey: options.apiKey, sockets: concurrency, timeoutMs, maxBodyBytes: positiveInt(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES) });
   }
 
   get halted(): boolean {
-    return this.#breaker.halted;
+    return this.#halt.signal.aborted;
   }
 
-  get breakerState(): BreakerState {
-    return this.#breaker.state;
+  get haltReason(): string | null {
+    return this.#haltReason;
   }
 
-  // async, so that even a programming error (an unserialisable body) arrives as a rejection.
+  breakerState(name: BreakerName = 'submit'): BreakerState {
+    return this.#breakers[name].state;
+  }
+
+  takeSample(): MetricsSample {
+    return this.#metrics.take(this.#limiter.limit, this.#limiter.inFlight);
+  }
+
+  // async, so that even a programming error arrives as a rejection.
   async validateAgent(email: string, options: CallOptions = {}): Promise<CallOutcome<AgentValidateResponse>> {
+    this.#probeEmail = email;
     return this.#call('agent_validate', JSON.stringify({ email }), AgentValidateResponse, options);
   }
 
   async submit(operation: Operation, body: unknown, options: CallOptions = {}): Promise<CallOutcome<QuoteSuccessResponse>> {
+    return this.submitJson(operation, JSON.stringify(body), options);
+  }
+
+  async submitJson(operation: Operation, json: string, options: CallOptions = {}): Promise<CallOutcome<QuoteSuccessResponse>> {
     if (operation !== 'quote' && operation !== 'lead') throw new TypeError(`unknown partner operation "${String(operation)}"`);
-    return this.#call(operation, JSON.stringify(body), QuoteSuccessResponse, options);
+    return this.#call(operation, json, QuoteSuccessResponse, options);
   }
 
   close(): void {
-    this.#agents.http.destroy();
-    this.#agents.https.destroy();
+    this.#closed.abort();
+    for (const b of Object.values(this.#breakers)) b.dispose();
+    this.#transport.close();
   }
 
   async #call<T>(kind: AttemptKind, payload: string, schema: ZodType<T>, options: CallOptions): Promise<CallOutcome<T>> {
     const started = performance.now();
     const url = joinUrl(this.#base, PATHS[kind]);
     const label = `POST ${displayUrl(url)}`;
+    const breaker = this.#breakers[kind === 'agent_validate' ? 'validate' : 'submit'];
     const attempts: AttemptRecord[] = [];
-    let last: { raw: RawAttempt; cls: AttemptClass; body: unknown } | undefined;
+    let last: { raw: RawAttempt; cls: AttemptClass; parsed: Parsed } | undefined;
+    let lastDetail: string | undefined;
 
-    const finish = (kindOut: OutcomeKind, errorCode: string | null, detail: string): CallOutcome<T> => {
-      const body = last?.body ?? null;
+    const finish = (kindOut: OutcomeKind, errorCode: string | null, detail: string, extra: { halt?: string } = {}): CallOutcome<T> => {
+      const body = last?.parsed.body ?? null;
       let parsed: T | undefined;
       if (kindOut === 'ok') {
         const result = schema.safeParse(body);
@@ -231,168 +248,255 @@ class GotPartnerClient implements PartnerClient {
         httpStatus: last?.raw.type === 'response' ? last.raw.status : null,
         body,
         parsed,
-        errorCode: errorCode === null ? null : this.#redact(errorCode),
-        message: this.#redact(`${label}: ${detail}${tries}`.replace(/[\r\n]+/g, ' ')),
+        errorCode: errorCode === null ? null : this.#redactor.redact(errorCode),
+        message: this.#redactor.redact(`${label}: ${detail}${tries}`.replace(/[\r\n]+/g, ' ')),
+        storedBody: last?.parsed.stored ?? null,
+        warning: kindOut === 'ok' ? last?.cls.warning : undefined,
+        halt: extra.halt,
         durationMs: Math.round(performance.now() - started),
         attempts,
       };
     };
-
-    let lastDetail: string | undefined;
     const notSent = (why: string): string => (lastDetail === undefined ? `not sent: ${why}` : `${lastDetail}; not retried: ${why}`);
 
     for (let attempt = 1; ; attempt += 1) {
-      const permit = await this.#admit(options.signal);
-      if (permit === 'halted') {
-        return finish('retryable', 'circuit_open', notSent('the circuit breaker halted after too many consecutive failures'));
-      }
-      if (permit === 'aborted') return finish('retryable', 'aborted', notSent('stopped while waiting'));
+      const admitted = await this.#admit(breaker, options.signal);
+      if (admitted === 'halted') return finish('retryable', 'halted', notSent(this.#haltReason ?? 'the client halted'));
+      if (admitted === 'aborted') return finish('retryable', 'aborted', notSent('stopped while waiting'));
+      const { permit, slot } = admitted;
 
       try {
         await options.beforeSend?.(attempt);
       } catch (error) {
-        this.#breaker.release(permit);
+        slot.release({ latencyMs: 0, signal: 'dropped' });
+        breaker.release(permit);
         throw error;
       }
       const startedAt = new Date().toISOString();
       const t0 = performance.now();
-      const raw = await this.#send(url, payload);
+      const raw = await this.#transport.post(url, payload);
       const durationMs = Math.round(performance.now() - t0);
 
-      const body = raw.type === 'response' ? this.#parseBody(raw.text) : null;
-      const cls = raw.type === 'response' ? classifyResponse(kind, raw.status, body) : classifyTransportFailure(kind, raw.code, raw.bodySent);
-      last = { raw, cls, body };
-      this.#feedBreaker(permit, cls);
+      const parsed = raw.type === 'response' ? this.#parseBody(raw.text, raw.truncated, raw.bytes) : { body: null, stored: null };
+      const cls = classifyAnswer(kind, raw.type === 'response'
+        ? { type: 'response', status: raw.status, body: parsed.body, hasRetryAfter: raw.retryAfter !== undefined }
+        : raw);
+      last = { raw, cls, parsed };
+      slot.release({ latencyMs: durationMs, signal: limiterSignal(cls) });
+      this.#metrics.record(durationMs, cls);
+      this.#feedBreaker(kind, breaker, permit, cls);
       const record: AttemptRecord = {
         kind,
         startedAt,
         durationMs,
         httpStatus: raw.type === 'response' ? raw.status : null,
-        errorCode: cls.errorCode === null ? null : this.#redact(cls.errorCode),
+        errorCode: cls.errorCode === null ? null : this.#redactor.redact(cls.errorCode),
         outcome: cls.outcome,
       };
-      const retryAfterMs = raw.type === 'response' ? parseRetryAfter(raw.retryAfter, Date.now()) : undefined;
-      const delay = cls.retry
-        ? calculateRetryDelay({
-            attempt,
-            retryAfterMs,
-            baseMs: this.#options.backoffBaseMs,
-            capMs: this.#options.backoffCapMs,
-            retryAfterCapMs: this.#options.retryAfterCapMs,
-            random: this.#options.random,
-          })
-        : null;
-      // A throttled worker slows every worker (the partner's limit is per key, not per socket),
-      // and at once, before any hook runs: even when this call has no attempt left.
-      if (raw.type === 'response' && raw.status === 429 && delay !== null) this.#pause.pauseFor(retryAfterMs ?? delay);
-
       attempts.push(record);
       options.onAttempt?.(record);
 
-      const detail = describe(raw, body, cls);
+      const detail = this.#describe(raw, parsed.body, cls);
       lastDetail = detail;
+      if (cls.outcome === 'forbidden' || cls.outcome === 'misrouted') {
+        const reason = cls.outcome === 'forbidden'
+          ? `the partner refused the API key (${statusOf(raw)}): it is wrong for this environment, or revoked`
+          : `the partner answered ${statusOf(raw)} for ${PATHS[kind]}: the base URL or the endpoint is wrong (a misrouted gateway?)`;
+        this.#haltWith(reason);
+        return finish(cls.outcome, cls.errorCode, detail, { halt: reason });
+      }
       if (!cls.retry) return finish(cls.outcome, cls.errorCode, detail);
+      const retryAfterMs = raw.type === 'response' ? parseRetryAfter(raw.retryAfter, Date.now()) : undefined;
+      if (retryAfterMs !== undefined && retryAfterMs > this.#options.maxRetryAfterMs) {
+        const until = new Date(Date.now() + retryAfterMs);
+        const reason = `the partner asks to wait ${formatDuration(retryAfterMs)} (Retry-After, over --max-retry-after ${formatDuration(this.#options.maxRetryAfterMs)}); run again after ${until.toISOString()}`;
+        this.#haltWith(reason);
+        return finish('retryable', cls.errorCode, `${detail}; Retry-After ${formatDuration(retryAfterMs)}`, { halt: reason });
+      }
       if (attempt >= this.#options.maxAttempts) return finish('retryable', cls.errorCode, detail);
-      if (delay === null) {
-        const asked = Math.ceil((retryAfterMs ?? 0) / 1000);
-        const cap = Math.round(this.#options.retryAfterCapMs / 1000);
-        return finish('retryable', cls.errorCode, `${detail}; Retry-After ${asked} s exceeds the ${cap} s cap`);
-      }
-      const waited = await sleep(delay, [options.signal, this.#breaker.haltSignal]);
+      const delay = calculateRetryDelay({
+        attempt,
+        retryAfterMs,
+        baseMs: this.#options.backoffBaseMs,
+        capMs: this.#options.backoffCapMs,
+        retryAfterCapMs: this.#options.maxRetryAfterMs,
+        random: this.#options.random,
+      }) ?? 0;
+      // Only this request waits: the limiter has been told (throttled) and shrinks for everyone.
+      const waited = await sleep(delay, [options.signal, this.#halt.signal]);
       if (waited === 'aborted') {
-        if (this.#breaker.halted) {
-          return finish('retryable', 'circuit_open', notSent('the circuit breaker halted after too many consecutive failures'));
-        }
-        return finish('retryable', 'aborted', notSent('stopped while waiting'));
+        return this.halted
+          ? finish('retryable', 'halted', notSent(this.#haltReason ?? 'the client halted'))
+          : finish('retryable', 'aborted', notSent('stopped while waiting'));
       }
     }
   }
 
-  /** Passes the shared gates in order: 429 pause, circuit breaker, rate cap (then the pause again). */
-  async #admit(signal: AbortSignal | undefined): Promise<BreakerPermit | 'halted' | 'aborted'> {
-    const signals = [signal, this.#breaker.haltSignal];
-    const outcome = (): 'halted' | 'aborted' => (this.#breaker.halted ? 'halted' : 'aborted');
-    if ((await this.#pause.wait(signals)) === 'aborted') return outcome();
-    const permit = await this.#breaker.acquire([signal]);
-    if (permit === 'halted' || permit === 'aborted') return permit;
-    // The breaker may have held this call for a while: a 429 meanwhile pauses it too.
-    if ((await this.#rate.acquire(signals)) === 'aborted' || (await this.#pause.wait(signals)) === 'aborted') {
-      this.#breaker.release(permit);
-      return outcome();
+  /** Passes the operation's breaker, the limiter and the rate cap, in this order. */
+  async #admit(breaker: CircuitBreaker, signal: AbortSignal | undefined): Promise<{ permit: BreakerPermit; slot: ConcurrencySlot } | 'halted' | 'aborted'> {
+    const signals = [signal, this.#halt.signal];
+    const stopped = (): 'halted' | 'aborted' => (this.halted ? 'halted' : 'aborted');
+    // Each round either returns or waits; a permit lost to a breaker that opened meanwhile is retried.
+    for (;;) {
+      if (this.halted) return 'halted';
+      const permit = await breaker.acquire(signals);
+      if (permit === 'gave_up') return 'halted';
+      if (permit === 'aborted') return stopped();
+      const slot = await this.#limiter.acquire(signals);
+      if (slot === 'aborted') {
+        breaker.release(permit);
+        return stopped();
+      }
+      if (!breaker.allows(permit)) {
+        slot.release({ latencyMs: 0, signal: 'dropped' });
+        breaker.release(permit);
+        continue;
+      }
+      if ((await this.#rate.acquire(signals)) === 'aborted') {
+        slot.release({ latencyMs: 0, signal: 'dropped' });
+        breaker.release(permit);
+        return stopped();
+      }
+      return { permit, slot };
     }
-    return permit;
   }
 
-  #feedBreaker(permit: BreakerPermit, cls: AttemptClass): void {
-    if (cls.breaker === 'success') this.#breaker.recordSuccess(permit);
-    else if (cls.breaker === 'failure') this.#breaker.recordFailure(permit);
-    else this.#breaker.release(permit);
+  #feedBreaker(kind: AttemptKind, breaker: CircuitBreaker, permit: BreakerPermit, cls: AttemptClass): void {
+    const name: BreakerName = kind === 'agent_validate' ? 'validate' : 'submit';
+    if (cls.breaker === 'success') {
+      const closed = breaker.recordSuccess(permit);
+      if (closed !== null) this.#onEvent({ type: 'breaker_closed', operation: name, outageMs: Math.round(closed.closedAfterMs) });
+    } else if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') {
+      const opening = breaker.recordFailure(permit, { inDoubt: cls.breaker === 'in_doubt', detail: cls.errorCode ?? undefined });
+      if (opening !== null) {
+        const giveUpAt = Number.isFinite(opening.giveUpAt) ? new Date(Date.now() + (opening.giveUpAt - performance.now())) : null;
+        this.#onEvent({ type: 'breaker_open', operation: name, reason: this.#redactor.redact(opening.reason), giveUpAt });
+        void this.#probeLoop();
+      }
+    } else {
+      breaker.release(permit);
+    }
   }
 
-  async #send(url: URL, payload: string): Promise<RawAttempt> {
-    let response: Response<string>;
+  /**
+   * While a breaker is open: waits for its next probe time, asks the partner something harmless
+   * (agent validation), and moves the breakers on. Ends when none is open, or the client halts.
+   */
+  async #probeLoop(): Promise<void> {
+    if (this.#probing) return;
+    this.#probing = true;
+    const stops = [this.#halt.signal, this.#closed.signal];
     try {
-      response = await this.#got.post(url, { body: payload });
-    } catch (error) {
-      return describeTransportError(error);
+      for (;;) {
+        const open = Object.values(this.#breakers).filter((b) => b.state === 'open' && !b.gaveUp);
+        if (open.length === 0 || this.halted || this.#closed.signal.aborted) return;
+        const at = Math.min(...open.map((b) => b.nextProbeAt));
+        if ((await sleep(at - performance.now(), stops)) === 'aborted') return;
+        if (!Object.values(this.#breakers).some((b) => b.state === 'open' && !b.gaveUp)) return;
+        if ((await this.#rate.acquire(stops)) === 'aborted') return;
+        const answered = await this.#probe();
+        for (const [name, b] of Object.entries(this.#breakers) as [BreakerName, CircuitBreaker][]) {
+          if (b.state !== 'open') continue;
+          if (!answered) {
+            b.probeFailed();
+            continue;
+          }
+          // A readable validation is a success of the validate operation itself; for quotes it only
+          // lets one trial quote through.
+          const closed = b.probeSucceeded({ closes: name === 'validate' });
+          if (closed !== null) this.#onEvent({ type: 'breaker_closed', operation: name, outageMs: Math.round(closed.closedAfterMs) });
+        }
+      }
+    } finally {
+      this.#probing = false;
     }
-    const retryAfter = response.headers['retry-after'];
-    return {
-      type: 'response',
-      status: response.statusCode,
-      statusText: response.statusMessage ?? http.STATUS_CODES[response.statusCode] ?? '',
-      retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-      text: response.body,
+  }
+
+  /** One probe: agent validation of the last e-mail validated. True when the partner answered sensibly. */
+  async #probe(): Promise<boolean> {
+    const email = this.#probeEmail;
+    const startedAt = new Date().toISOString();
+    const t0 = performance.now();
+    const raw = await this.#transport.post(joinUrl(this.#base, PATHS.agent_validate), JSON.stringify({ email }));
+    const durationMs = Math.round(performance.now() - t0);
+    const parsed = raw.type === 'response' ? this.#parseBody(raw.text, raw.truncated, raw.bytes) : { body: null, stored: null };
+    const cls = classifyAnswer('agent_validate', raw.type === 'response' ? { type: 'response', status: raw.status, body: parsed.body } : raw);
+    this.#metrics.record(durationMs, cls);
+    const attempt: AttemptRecord = {
+      kind: 'agent_validate', startedAt, durationMs,
+      httpStatus: raw.type === 'response' ? raw.status : null,
+      errorCode: cls.errorCode === null ? null : this.#redactor.redact(cls.errorCode),
+      outcome: cls.outcome,
     };
+    const answered = cls.breaker === 'success';
+    this.#onEvent({ type: 'probe', attempt, email, answered });
+    if (cls.outcome === 'forbidden') this.#haltWith(`the partner refused the API key (${statusOf(raw)}) while probing: it is wrong for this environment, or revoked`);
+    if (cls.outcome === 'misrouted') this.#haltWith(`the partner answered ${statusOf(raw)} for ${PATHS.agent_validate} while probing: the base URL or the endpoint is wrong`);
+    return answered;
   }
 
-  #parseBody(text: string): unknown {
-    const clean = this.#redact(text);
-    if (clean.trim() === '') return null;
-    try {
-      return JSON.parse(clean) as unknown;
-    } catch {
-      return clean.length > MAX_RAW_BODY ? `${clean.slice(0, MAX_RAW_BODY)}…` : clean;
+  #haltWith(reason: string): void {
+    if (this.halted) return;
+    this.#haltReason = this.#redactor.redact(reason);
+    this.#halt.abort();
+    this.#onEvent({ type: 'halt', reason: this.#haltReason });
+  }
+
+  /** Redacts, then parses; also renders what may be stored of the body (bounded JSON text). */
+  #parseBody(text: string, truncated: boolean, bytes: number): Parsed {
+    const clean = this.#redactor.redact(text);
+    if (clean.trim() === '') return { body: null, stored: null };
+    if (!truncated) {
+      try {
+        const body = JSON.parse(clean) as unknown;
+        if (clean.length <= MAX_STORED_BODY) return { body, stored: clean };
+        return { body, stored: JSON.stringify({ quote_batch_note: `answer of ${bytes} bytes; only its beginning is kept`, head: clean.slice(0, MAX_RAW_BODY) }) };
+      } catch {
+        // Not JSON: kept as (bounded) text below.
+      }
     }
+    const head = clean.length > MAX_RAW_BODY ? `${clean.slice(0, MAX_RAW_BODY)}…` : clean;
+    const stored = truncated
+      ? JSON.stringify({ quote_batch_note: `answer longer than ${bytes} bytes: cut there`, head })
+      : JSON.stringify(head);
+    return { body: head, stored };
   }
 
-  /** A partner (or proxy) that echoes the key must not make us store it. */
-  #redact(text: string): string {
-    return this.#apiKey !== '' && text.includes(this.#apiKey) ? text.split(this.#apiKey).join(REDACTED) : text;
+  #describe(raw: RawAttempt, body: unknown, cls: AttemptClass): string {
+    if (raw.type === 'transport') {
+      const sent = cls.outcome === 'in_doubt' ? ' after the body was sent: the partner may have processed it' : '';
+      return `${raw.code} (${raw.detail}${sent})`;
+    }
+    const partnerMessage = readString(body, 'message');
+    const code = readString(body, 'error_code');
+    const reason = [code?.slice(0, 64), partnerMessage === undefined ? undefined : partnerMessage.slice(0, MAX_PARTNER_MESSAGE)]
+      .filter((s): s is string => s !== undefined && s !== '')
+      .join(': ');
+    const cut = raw.truncated ? `, answer cut at ${raw.bytes} bytes` : '';
+    const unreadable = cls.errorCode === 'unreadable_answer' ? ', not a readable answer' : '';
+    return reason === '' ? `${statusOf(raw)}${cut}${unreadable}` : `${statusOf(raw)} (${reason})${cut}${unreadable}`;
   }
 }
 
-/**
- * Reads only what is needed from a got error: its code, a short text and whether the body left.
- * The error itself is dropped because it holds the options (and so the `x-api-key` header).
- */
-function describeTransportError(error: unknown): RawAttempt {
-  const e = (error ?? {}) as { code?: unknown; message?: unknown; event?: unknown; name?: unknown; timings?: { upload?: number } };
-  const code = typeof e.code === 'string' && e.code !== '' ? e.code : 'ERR_REQUEST';
-  const event = typeof e.event === 'string' ? e.event : undefined;
-  let bodySent = e.timings?.upload !== undefined;
-  if (NEVER_LEFT_CODES.has(code) || (event !== undefined && BEFORE_SEND_PHASES.has(event))) bodySent = false;
-  let detail: string;
-  if (e.name === 'TimeoutError' && event !== undefined) {
-    detail = `time-out in the '${event}' phase`;
-  } else {
-    detail = typeof e.message === 'string' ? e.message.slice(0, 200) : 'request failed';
-  }
-  return { type: 'transport', code, detail, bodySent };
+function statusOf(raw: RawAttempt): string {
+  if (raw.type === 'transport') return raw.code;
+  return `${raw.status}${raw.statusText === '' ? '' : ` ${raw.statusText}`}`;
 }
 
-function describe(raw: RawAttempt, body: unknown, cls: AttemptClass): string {
-  if (raw.type === 'transport') {
-    const sent = cls.outcome === 'in_doubt' ? ' after the body was sent: the partner may have processed it' : '';
-    return `${raw.code} (${raw.detail}${sent})`;
-  }
-  const status = `${raw.status}${raw.statusText === '' ? '' : ` ${raw.statusText}`}`;
-  const partnerMessage = readString(body, 'message');
-  const code = readString(body, 'error_code');
-  const reason = [code, partnerMessage === undefined ? undefined : partnerMessage.slice(0, MAX_PARTNER_MESSAGE)]
-    .filter((s): s is string => s !== undefined && s !== '')
-    .join(': ');
-  return reason === '' ? status : `${status} (${reason})`;
+function limiterSignal(cls: AttemptClass): AttemptSample['signal'] {
+  if (cls.throttled) return 'throttled';
+  if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') return 'error';
+  return 'ok';
+}
+
+/** `45s`, `12m`, `1h30m`, `10h` — for messages about waiting. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 === 0 ? `${m}m` : `${m}m${String(s % 60).padStart(2, '0')}s`;
+  const h = Math.floor(m / 60);
+  return m % 60 === 0 ? `${h}h` : `${h}h${String(m % 60).padStart(2, '0')}m`;
 }
 
 function positiveInt(value: number | undefined, fallback: number): number {

@@ -8,7 +8,7 @@
  * {@link FixedLimiter} is `--no-adaptive`; `AdaptiveLimiter` (`./adaptive-limiter.ts`) moves the
  * limit with the partner's answers (contract §5).
  */
-import type { WaitResult } from './_sleep.js';
+import { onAnyAbort, type WaitResult } from './_sleep.js';
 
 /** What one finished attempt tells the limiter. */
 export interface AttemptSample {
@@ -85,18 +85,16 @@ export class FixedLimiter implements ConcurrencyLimiter {
 
   #wait(signals: readonly AbortSignal[]): Promise<WaitResult> {
     return new Promise((resolve) => {
-      const onAbort = (): void => {
+      const wake = (): void => {
+        off();
+        resolve('elapsed');
+      };
+      this.#waiters.push(wake);
+      const off = onAnyAbort(signals, () => {
         const at = this.#waiters.indexOf(wake);
         if (at >= 0) this.#waiters.splice(at, 1);
-        done('aborted');
-      };
-      const done = (result: WaitResult): void => {
-        for (const s of signals) s.removeEventListener('abort', onAbort);
-        resolve(result);
-      };
-      const wake = (): void => done('elapsed');
-      this.#waiters.push(wake);
-      for (const s of signals) s.addEventListener('abort', onAbort, { once: true });
+        resolve('aborted');
+      });
     });
   }
 }

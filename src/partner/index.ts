@@ -1,11 +1,17 @@
 // The partner interface: schemas, types, and the HTTP client with its retry policy.
 export * from './schemas.js';
 export type * from './types.js';
-export { createPartnerClient } from './client.js';
-export type { CallOptions, PartnerClient, PartnerClientOptions } from './client.js';
+export { createPartnerClient, formatDuration } from './client.js';
+export type { BreakerName, CallOptions, ClientEvent, PartnerClient, PartnerClientOptions } from './client.js';
 export { calculateRetryDelay, parseRetryAfter } from './backoff.js';
 export type { RetryDelayInput } from './backoff.js';
 export { assertSafeBaseUrl, displayUrl, isLoopbackHost } from './base-url.js';
-export { RateLimiter, PauseGate } from './rate-limiter.js';
+export { RateLimiter } from './rate-limiter.js';
 export { CircuitBreaker } from './circuit-breaker.js';
-export type { BreakerPermit, BreakerState, CircuitBreakerOptions } from './circuit-breaker.js';
+export type { BreakerOpening, BreakerPermit, BreakerState, CircuitBreakerOptions } from './circuit-breaker.js';
+export { FixedLimiter } from './concurrency.js';
+export type { AttemptSample, ConcurrencyLimiter, ConcurrencySlot } from './concurrency.js';
+export type { MetricsSample } from './metrics.js';
+export { MAX_AGENT_ID_LENGTH, readValidation } from './_classify.js';
+export type { ValidationResult } from './_classify.js';
+export { Redactor, REDACTED } from './redact.js';

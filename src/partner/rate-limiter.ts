@@ -1,6 +1,6 @@
 /**
- * Shared throttles of one partner client: every attempt of every call goes through them, so that
- * a `--rate` cap and a 429 storm act on all workers together rather than on each on its own.
+ * The `--rate` cap of one partner client: every attempt of every call goes through it, so that the
+ * cap acts on all workers together rather than on each on its own.
  */
 import { sleep, type WaitResult } from './_sleep.js';
 
@@ -35,38 +35,5 @@ export class RateLimiter {
   /** Waits for the next slot. An aborted wait gives its slot up (the cap stays a cap). */
   acquire(signals: readonly (AbortSignal | undefined)[] = []): Promise<WaitResult> {
     return sleep(this.reserve(), signals);
-  }
-}
-
-/**
- * A gate every new attempt passes: a 429 closes it until the partner's `Retry-After` (or the
- * computed back-off) has passed, so that one throttled worker slows all of them at once.
- */
-export class PauseGate {
-  readonly #now: Clock;
-  #until = Number.NEGATIVE_INFINITY;
-
-  constructor(now: Clock = monotonic) {
-    this.#now = now;
-  }
-
-  /** Keeps the gate closed for at least `ms` from now (never shortens an existing pause). */
-  pauseFor(ms: number): void {
-    if (!(ms > 0)) return;
-    this.#until = Math.max(this.#until, this.#now() + ms);
-  }
-
-  /** Milliseconds until the gate opens; 0 when it is open. */
-  get remainingMs(): number {
-    return Math.max(0, this.#until - this.#now());
-  }
-
-  /** Waits until the gate is open; a pause extended meanwhile is waited out too. */
-  async wait(signals: readonly (AbortSignal | undefined)[] = []): Promise<WaitResult> {
-    // Each round waits until the current end; the gate only moves forward, so this ends.
-    for (let remaining = this.remainingMs; remaining > 0; remaining = this.remainingMs) {
-      if ((await sleep(remaining, signals)) === 'aborted') return 'aborted';
-    }
-    return signals.some((s) => s?.aborted === true) ? 'aborted' : 'elapsed';
   }
 }

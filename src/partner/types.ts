@@ -7,14 +7,16 @@ export type Operation = 'quote' | 'lead';
 export type AttemptKind = 'agent_validate' | Operation;
 
 /**
- * - `ok`: 2xx.
- * - `rejected`: 400 or another final 4xx (not 403/429): fix the data.
- * - `forbidden`: 403: the key is wrong; halt.
- * - `retryable`: the partner said it failed (429/5xx) or the request provably never left, and the
- *   attempts are used up (or the circuit breaker is open): safe to send again later.
+ * - `ok`: 2xx (for agent validation: a readable result).
+ * - `rejected`: 400 or another final 4xx (not 401/403/404/405/429), or a 2xx whose body says
+ *   `failed`/`error`: fix the data.
+ * - `forbidden`: 401/403/407: the key is wrong; the run halts.
+ * - `misrouted`: 404, 405 or a redirect (not followed): the endpoint is wrong; the run halts.
+ * - `retryable`: the partner said it failed (429/5xx), or the request provably never left, and the
+ *   attempts are used up, or the client halted or was stopped before sending: safe to send again later.
  * - `in_doubt`: the body may have reached the partner but no answer came (time-out/reset after send).
  */
-export type OutcomeKind = 'ok' | 'rejected' | 'forbidden' | 'retryable' | 'in_doubt';
+export type OutcomeKind = 'ok' | 'rejected' | 'forbidden' | 'misrouted' | 'retryable' | 'in_doubt';
 
 export interface AttemptRecord {
   kind: AttemptKind;
@@ -38,6 +40,15 @@ export interface CallOutcome<T = unknown> {
   errorCode: string | null;
   /** A one-line human-readable reason; never contains the API key. */
   message: string;
+  /**
+   * The answer body as it may be stored: JSON text, redacted and bounded (a cut or non-JSON body
+   * is stored as a small JSON object or string saying so); null when there was no answer.
+   */
+  storedBody: string | null;
+  /** A 2xx whose body could not be read: the row succeeded, with this warning. */
+  warning?: string | undefined;
+  /** Set when this call made the client halt (key or endpoint wrong, a `Retry-After` too long). */
+  halt?: string | undefined;
   /** Whole call, all attempts and waits included. */
   durationMs: number;
   attempts: AttemptRecord[];

@@ -1,18 +1,24 @@
 /**
  * Agent validation once per distinct e-mail per job: concurrent rows with one e-mail share one
- * call, and a definitive answer recorded by an earlier run of the same job is reused.
+ * call, and a result recorded by an earlier run of the same job is reused. Only a readable answer
+ * is a result (contract §4): HTTP 200, `status` success, `data.is_valid` a boolean. Anything else is
+ * a transient failure of that call — retried by the client, never stored as "not valid".
  */
 import type { Ledger } from '../ledger/index.js';
 import { now } from '../ledger/index.js';
-import type { CallOptions, PartnerClient } from '../partner/index.js';
-import type { AttemptRecord, Environment } from '../partner/types.js';
+import { readValidation, type CallOptions, type PartnerClient } from '../partner/index.js';
+import type { Environment } from '../partner/types.js';
 
 export type AgentResult =
-  | { kind: 'valid'; agentId: string }
+  /** Valid; `agentId` undefined when the partner gave none (quotes are sent without it). */
+  | { kind: 'valid'; agentId: string | undefined }
   | { kind: 'invalid'; message: string }
-  /** 400 from validation: the e-mail itself is unusable; the row is `invalid`. */
+  /** 400 (or another final 4xx) from validation: the e-mail itself is unusable; the row is `invalid`. */
   | { kind: 'bad_request'; message: string; httpStatus: number | null; errorCode: string | null }
-  | { kind: 'forbidden'; message: string }
+  /** The client halted (key or endpoint refused, the partner gone, a long Retry-After): nothing decided. */
+  | { kind: 'halted' }
+  /** Stopped while waiting (Ctrl-C): nothing decided. */
+  | { kind: 'stopped' }
   /** Transient failure, attempts used up: the row is `failed` and retried next run. */
   | { kind: 'failed'; message: string; httpStatus: number | null; errorCode: string | null };
 
@@ -28,15 +34,17 @@ export class AgentResolver {
     private readonly jobId: number,
     private readonly runId: number,
     private readonly callOptions: Pick<CallOptions, 'signal'>,
+    /** Told once per agent that is valid but has no agent id. */
+    private readonly onValidWithoutId: (email: string) => void = () => {},
   ) {}
 
   resolve(email: string, rowNumber: number): Promise<AgentResult> {
     let result = this.cache.get(email);
     if (result === undefined) {
       result = this.lookup(email, rowNumber).then((answer) => {
-        // A transient failure is not an answer: the next row with this e-mail asks again, so an
+        // Only a result is kept: the next row with this e-mail asks again after a failure, so an
         // outage keeps meeting the circuit breaker instead of failing every row at once.
-        if (answer.kind === 'failed') this.cache.delete(email);
+        if (answer.kind !== 'valid' && answer.kind !== 'invalid' && answer.kind !== 'bad_request') this.cache.delete(email);
         return answer;
       });
       this.cache.set(email, result);
@@ -47,38 +55,41 @@ export class AgentResolver {
   private async lookup(email: string, rowNumber: number): Promise<AgentResult> {
     const known = this.ledger.getAgent(this.environment, email);
     if (known !== undefined && known.job_id === this.jobId) {
-      return known.is_valid === 1 && known.agent_id !== null
-        ? { kind: 'valid', agentId: known.agent_id }
+      return known.is_valid === 1
+        ? { kind: 'valid', agentId: known.agent_id ?? undefined }
         : { kind: 'invalid', message: known.message ?? 'agent is not valid' };
     }
     this.calls += 1;
     const outcome = await this.client.validateAgent(email, this.callOptions);
-    this.ledger.recordAttempts(this.jobId, this.runId, rowNumber, outcome.attempts as AttemptRecord[], email);
+    if (outcome.attempts.length > 0) this.ledger.recordAttempts(this.jobId, this.runId, rowNumber, outcome.attempts, email);
     switch (outcome.kind) {
       case 'ok': {
-        const data = outcome.parsed?.data;
-        const message = outcome.parsed?.message ?? '';
-        const valid = data?.is_valid === true && typeof data.agent_id === 'string' && data.agent_id !== '';
+        const result = readValidation(outcome.body);
+        if (result === undefined) {
+          // The classifier calls a 2xx `ok` only when readable: this is a guard, not a path.
+          return { kind: 'failed', message: `agent validation: unreadable answer (${outcome.message})`, httpStatus: outcome.httpStatus, errorCode: 'unreadable_answer' };
+        }
         this.ledger.upsertAgent({
           environment: this.environment,
           email,
-          is_valid: valid ? 1 : 0,
-          agent_id: valid ? (data?.agent_id ?? null) : null,
-          message,
+          is_valid: result.isValid ? 1 : 0,
+          agent_id: result.agentId ?? null,
+          message: result.message,
           checked_at: now(),
           job_id: this.jobId,
         });
-        if (valid) return { kind: 'valid', agentId: data?.agent_id as string };
-        if (data === undefined) {
-          return { kind: 'failed', message: `agent validation: unexpected response body (${outcome.message})`, httpStatus: outcome.httpStatus, errorCode: 'unexpected_response' };
-        }
-        return { kind: 'invalid', message: message === '' ? 'agent is not valid' : message };
+        if (!result.isValid) return { kind: 'invalid', message: result.message === '' ? 'agent is not valid' : result.message };
+        if (result.agentId === undefined) this.onValidWithoutId(email);
+        return { kind: 'valid', agentId: result.agentId };
       }
       case 'rejected':
         return { kind: 'bad_request', message: `agent validation: ${outcome.message}`, httpStatus: outcome.httpStatus, errorCode: outcome.errorCode };
       case 'forbidden':
-        return { kind: 'forbidden', message: outcome.message };
+      case 'misrouted':
+        return { kind: 'halted' };
       default:
+        if (outcome.errorCode === 'halted' || outcome.halt !== undefined) return { kind: 'halted' };
+        if (outcome.errorCode === 'aborted') return { kind: 'stopped' };
         return { kind: 'failed', message: `agent validation: ${outcome.message}`, httpStatus: outcome.httpStatus, errorCode: outcome.errorCode };
     }
   }

@@ -5,11 +5,17 @@ import type { RunJobResult } from './run-job.js';
 
 /** The closing line: what the exit code means and, for 3, what to do next. */
 export function nextStep(result: RunJobResult): string {
+  if (result.exitCode === 0 && result.emptyInput) return 'job completed; the input had no data rows (nothing was sent)';
   if (result.exitCode === 0) return 'job completed; every row succeeded (or was a duplicate)';
   if (result.exitCode === 1) return 'job completed; some rows need their data fixed (invalid, rejected or agent_invalid)';
   const reason = result.haltReason ?? '';
-  if (reason.startsWith('403')) return 'job not completed: the partner refused the API key; fix QUOTE_BATCH_API_KEY / --api-key-file or --env, then run again';
-  if (reason.startsWith('circuit')) return 'job not completed: the partner looks down; run the same command again later to resume';
+  if (result.end === 'halted') {
+    if (reason.includes('refused the API key')) return 'job not completed: the partner refused the API key; fix QUOTE_BATCH_API_KEY / --api-key-file or --env, then run again to resume';
+    if (reason.includes('endpoint is wrong')) return 'job not completed: the partner says the endpoint is wrong; check --base-url / --env (and the gateway), then run again to resume';
+    if (reason.includes('asks to wait')) return `job not completed: ${reason}`;
+    if (reason.includes('did not recover')) return 'job not completed: the partner looks down; run the same command again later to resume';
+    return `job not completed (${reason}); run the same command again to resume`;
+  }
   if (result.end === 'interrupted') return 'job not completed (interrupted); run the same command again to resume';
   if (result.limitedTo !== null) return `job not completed: this run was limited to the first ${result.limitedTo} rows; run without --limit to send the rest`;
   const { failed, in_doubt: inDoubt, pending } = result.counts;
@@ -29,6 +35,7 @@ export function formatSummary(result: RunJobResult, ledger: Ledger): string {
   lines.push(`ledger       ${ledger.path}`);
   if (!result.alreadyCompleted) lines.push(`duration     ${(result.durationMs / 1000).toFixed(1)} s${result.resumed ? ' (resumed)' : ''}`);
   if (result.haltReason !== null) lines.push(`stopped      ${result.haltReason}`);
+  if (result.settledLimit !== null) lines.push(`in flight    ${Math.round(result.settledLimit * 10) / 10} requests allowed at the end (adaptive: the partner's limit)`);
   lines.push('', 'rows by state');
   for (const state of ROW_STATES) {
     if (counts[state] === 0) continue;

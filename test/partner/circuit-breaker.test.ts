@@ -1,132 +1,143 @@
-import { describe, expect, it } from 'vitest';
-import { CircuitBreaker, PauseGate, RateLimiter } from '../../src/partner/index.js';
+/** The breaker's rules as a table of event sequences, with an injected clock (no real waiting but the give-up timer). */
+import { afterEach, describe, expect, it } from 'vitest';
+import { CircuitBreaker, FixedLimiter, RateLimiter, type BreakerPermit } from '../../src/partner/index.js';
+
+const made: CircuitBreaker[] = [];
+afterEach(() => {
+  for (const b of made.splice(0)) b.dispose();
+});
 
 function makeBreaker(overrides: Partial<ConstructorParameters<typeof CircuitBreaker>[0]> = {}) {
   let now = 0;
   const breaker = new CircuitBreaker({
-    openAfter: 3, cooldownMs: 1000, maxCooldownMs: 4000, maxConsecutiveFailures: 6, now: () => now, ...overrides,
+    openAfterFailures: 3, openAfterInDoubt: 2, cooldownMs: 1000, maxCooldownMs: 4000, maxOutageMs: 0, now: () => now, ...overrides,
   });
-  return { breaker, advance: (ms: number) => { now += ms; } };
+  made.push(breaker);
+  return { breaker, advance: (ms: number) => { now += ms; }, now: () => now };
 }
 
-async function permitOf(breaker: CircuitBreaker) {
+async function permitOf(breaker: CircuitBreaker): Promise<BreakerPermit> {
   const permit = await breaker.acquire();
   if (typeof permit === 'string') throw new Error(`expected a permit, got ${permit}`);
   return permit;
 }
 
+/** True when acquire() would wait (checked without blocking the test: an aborted wait says 'aborted'). */
+async function blocks(breaker: CircuitBreaker): Promise<boolean> {
+  const controller = new AbortController();
+  const attempt = breaker.acquire([controller.signal]);
+  controller.abort();
+  const got = await attempt;
+  if (typeof got !== 'string') breaker.release(got);
+  return got === 'aborted';
+}
+
 describe('CircuitBreaker', () => {
-  it('opens after openAfter consecutive failures, lets one probe through, closes on success', async () => {
-    const { breaker, advance } = makeBreaker();
-    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
-    expect(breaker.state).toBe('open');
-
-    // A request admitted before it opened fails late: not counted again.
-    breaker.recordFailure({ probe: false });
-    expect(breaker.consecutiveFailures).toBe(3);
-
-    const aborted = new AbortController();
-    const waiting = breaker.acquire([aborted.signal]);
-    aborted.abort();
-    expect(await waiting).toBe('aborted');
-
-    advance(1000);
-    const probe = await permitOf(breaker);
-    expect(probe.probe).toBe(true);
-    expect(breaker.state).toBe('half_open');
-
-    // A second caller waits for the probe's result.
-    let second: unknown;
-    const secondPromise = breaker.acquire().then((p) => { second = p; });
-    await Promise.resolve();
-    expect(second).toBeUndefined();
-    breaker.recordSuccess(probe);
-    await secondPromise;
-    expect(second).toEqual({ probe: false });
-    expect(breaker.state).toBe('closed');
-    expect(breaker.consecutiveFailures).toBe(0);
-  });
-
-  it('doubles the cool-down after a failed probe and halts at maxConsecutiveFailures', async () => {
-    const { breaker, advance } = makeBreaker();
-    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
-    const cooldowns: number[] = [];
-    for (let probeNo = 0; probeNo < 3; probeNo += 1) {
-      // Find the cool-down by advancing in 500 ms steps: bounded by 20 steps.
-      let waited = 0;
-      for (let step = 0; step < 20; step += 1) {
-        advance(500);
-        waited += 500;
-        const controller = new AbortController();
-        const attempt = breaker.acquire([controller.signal]);
-        controller.abort();
-        const got = await attempt;
-        if (typeof got !== 'string') {
-          cooldowns.push(waited);
-          breaker.recordFailure(got);
-          break;
-        }
-      }
-    }
-    expect(cooldowns).toEqual([1000, 2000, 4000]);
-    expect(breaker.halted).toBe(true);
-    expect(await breaker.acquire()).toBe('halted');
-    expect(breaker.haltSignal.aborted).toBe(true);
-  });
-
-  it('a released probe (429) lets the next caller probe', async () => {
-    const { breaker, advance } = makeBreaker();
-    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
-    advance(1000);
-    const probe = await permitOf(breaker);
-    const next = breaker.acquire();
-    breaker.release(probe);
-    expect(await next).toEqual({ probe: true });
-  });
-
-  it('a success resets the count, so scattered failures never open it', async () => {
+  it.each([
+    // events (f = failure, d = in-doubt failure, s = success), state after, consecutive failures
+    ['f f', 'closed', 2],
+    ['f f f', 'open', 3],
+    ['f f s f f', 'closed', 2],
+    ['d d', 'open', 2], // as many sends in doubt in a row as the concurrency
+    ['d f d', 'open', 3], // in-doubt sends count as failures too
+    ['d s d', 'closed', 1],
+  ] as const)('%s → %s', async (events, state, failures) => {
     const { breaker } = makeBreaker();
-    for (let i = 0; i < 10; i += 1) {
-      breaker.recordFailure(await permitOf(breaker));
-      breaker.recordFailure(await permitOf(breaker));
-      breaker.recordSuccess(await permitOf(breaker));
+    for (const e of events.split(' ')) {
+      const permit = await permitOf(breaker);
+      if (e === 's') breaker.recordSuccess(permit);
+      else breaker.recordFailure(permit, { inDoubt: e === 'd' });
+      if (breaker.state !== 'closed') break;
     }
-    expect(breaker.state).toBe('closed');
-    expect(breaker.halted).toBe(false);
+    expect(breaker.state).toBe(state);
+    expect(breaker.consecutiveFailures).toBe(failures);
   });
-});
 
-describe('CircuitBreaker with the production defaults', () => {
-  it('survives a 60-second outage at concurrency 64 and closes when the partner is back', async () => {
-    const { breaker, advance } = makeBreaker({ openAfter: 5, cooldownMs: 1000, maxCooldownMs: 30_000, maxConsecutiveFailures: 50 });
-    // 64 requests are in flight when the outage starts; all of them fail.
-    const inFlight = await Promise.all(Array.from({ length: 64 }, () => permitOf(breaker)));
-    for (const permit of inFlight) breaker.recordFailure(permit);
+  it('says once why it opened, blocks every call while open, and ignores late failures of calls that left before', async () => {
+    const { breaker } = makeBreaker();
+    const before = await permitOf(breaker);
+    const openings = [];
+    for (let i = 0; i < 3; i += 1) openings.push(breaker.recordFailure(await permitOf(breaker), { detail: 'http_500' }));
+    expect(openings.slice(0, 2)).toEqual([null, null]);
+    expect(openings[2]?.reason).toBe('3 consecutive transient failures (last: http_500)');
+    expect(await blocks(breaker)).toBe(true);
+    expect(breaker.recordFailure(before)).toBeNull();
+    expect(breaker.consecutiveFailures).toBe(3);
+    expect(breaker.allows(before)).toBe(false);
+  });
+
+  it('a late success of a call that left before it opened closes it: the partner answers', async () => {
+    const { breaker } = makeBreaker();
+    const before = await permitOf(breaker);
+    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
+    expect(breaker.recordSuccess(before)).not.toBeNull();
+    expect(breaker.state).toBe('closed');
+    expect(await blocks(breaker)).toBe(false);
+  });
+
+  it('an answered probe lets exactly one trial call through; its success closes it', async () => {
+    const { breaker } = makeBreaker();
+    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
+    expect(breaker.probeSucceeded({ closes: false })).toBeNull();
+    expect(breaker.state).toBe('half_open');
+    const trial = await permitOf(breaker);
+    expect(trial.trial).toBe(true);
+    expect(await blocks(breaker)).toBe(true); // a second caller waits for the trial's result
+    expect(breaker.recordSuccess(trial)).not.toBeNull();
+    expect(breaker.state).toBe('closed');
+  });
+
+  it('a failed trial opens it again and waits longer before the next probe', async () => {
+    const { breaker, now } = makeBreaker();
+    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
+    expect(breaker.nextProbeAt - now()).toBe(1000);
+    breaker.probeSucceeded({ closes: false });
+    breaker.recordFailure(await permitOf(breaker));
     expect(breaker.state).toBe('open');
-    expect(breaker.consecutiveFailures).toBe(5);
+    expect(breaker.nextProbeAt - now()).toBe(2000);
+    breaker.probeFailed();
+    expect(breaker.nextProbeAt - now()).toBe(4000);
+    breaker.probeFailed();
+    expect(breaker.nextProbeAt - now()).toBe(4000); // maxCooldownMs
+  });
 
-    let probes = 0;
-    for (let elapsed = 0; elapsed < 60_000; elapsed += 100) {
-      advance(100);
-      const controller = new AbortController();
-      const attempt = breaker.acquire([controller.signal]);
-      controller.abort();
-      const got = await attempt;
-      if (typeof got !== 'string') {
-        probes += 1;
-        breaker.recordFailure(got);
-      }
-    }
-    // Probes at about 1, 3, 7, 15, 31 and 61 s: far below the 50 that would halt.
-    expect(probes).toBeLessThanOrEqual(6);
-    expect(breaker.halted).toBe(false);
-    advance(30_000);
-    breaker.recordSuccess(await permitOf(breaker));
+  it('a released trial (a 429) lets the next caller be the trial', async () => {
+    const { breaker } = makeBreaker();
+    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
+    breaker.probeSucceeded({ closes: false });
+    const trial = await permitOf(breaker);
+    const next = breaker.acquire();
+    breaker.release(trial);
+    expect(await next).toEqual({ trial: true });
+  });
+
+  it('the prober closes the validation breaker directly (the probe is a validation)', async () => {
+    const { breaker } = makeBreaker();
+    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
+    expect(breaker.probeSucceeded({ closes: true })).not.toBeNull();
     expect(breaker.state).toBe('closed');
+  });
+
+  it('gives up after maxOutageMs without a success, ending every wait; a recovery in time resets the clock', async () => {
+    const { breaker } = makeBreaker({ maxOutageMs: 60 });
+    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
+    expect(breaker.opening?.giveUpAt).toBe(60);
+    const waiting = breaker.acquire();
+    expect(await waiting).toBe('gave_up');
+    expect(breaker.gaveUp).toBe(true);
+    expect(breaker.gaveUpSignal.aborted).toBe(true);
+    expect(breaker.recordSuccess()).toBeNull(); // it never closes again
+
+    const other = makeBreaker({ maxOutageMs: 60 }).breaker;
+    for (let i = 0; i < 3; i += 1) other.recordFailure(await permitOf(other));
+    other.recordSuccess();
+    await new Promise((r) => setTimeout(r, 120));
+    expect(other.gaveUp).toBe(false);
+    expect(other.state).toBe('closed');
   });
 });
 
-describe('RateLimiter and PauseGate', () => {
+describe('RateLimiter', () => {
   it('spaces slots 1000/rate ms apart and frees them as time passes', () => {
     let now = 0;
     const limiter = new RateLimiter(4, () => now);
@@ -136,16 +147,24 @@ describe('RateLimiter and PauseGate', () => {
     expect(new RateLimiter(0, () => now).reserve()).toBe(0);
     expect(() => new RateLimiter(-1)).toThrow(RangeError);
   });
+});
 
-  it('a pause only ever moves forward', () => {
-    let now = 0;
-    const gate = new PauseGate(() => now);
-    gate.pauseFor(2000);
-    gate.pauseFor(500);
-    expect(gate.remainingMs).toBe(2000);
-    now = 1500;
-    expect(gate.remainingMs).toBe(500);
-    now = 2500;
-    expect(gate.remainingMs).toBe(0);
+describe('FixedLimiter', () => {
+  it('hands out its slots in order, and an aborted waiter leaves the queue', async () => {
+    const limiter = new FixedLimiter(2);
+    const a = await limiter.acquire();
+    const b = await limiter.acquire();
+    if (a === 'aborted' || b === 'aborted') throw new Error('expected slots');
+    expect(limiter.inFlight).toBe(2);
+    const controller = new AbortController();
+    const aborted = limiter.acquire([controller.signal]);
+    const third = limiter.acquire();
+    controller.abort();
+    expect(await aborted).toBe('aborted');
+    a.release({ latencyMs: 1, signal: 'ok' });
+    a.release({ latencyMs: 1, signal: 'ok' }); // twice: no effect
+    expect(await third).not.toBe('aborted');
+    expect(limiter.inFlight).toBe(2);
+    expect(() => new FixedLimiter(0)).toThrow(RangeError);
   });
 });

@@ -1,44 +1,107 @@
+/** Contract §5's answer table, row by row, for quote/lead and for agent validation. */
 import { describe, expect, it } from 'vitest';
-import { classifyResponse, classifyTransportFailure } from '../../src/partner/_classify.js';
+import { classifyAnswer, classifyResponse, classifyTransportFailure, readValidation, type Answer } from '../../src/partner/_classify.js';
 
-describe('classifyResponse', () => {
+const FAILED = { status: 'failed', message: 'State AK is not supported', error_code: 'state_not_supported' };
+const SUCCESS = { status: 'success', message: 'Processed successfully.', transaction_id: 't-1' };
+const VALID = { status: 'success', message: 'User verification success', data: { is_valid: true, agent_id: 'xyz-1' } };
+const NOT_VALID = { status: 'success', message: 'User not found.', data: { is_valid: false } };
+
+const response = (status: number, body: unknown = null, hasRetryAfter = false): Answer => ({ type: 'response', status, body, hasRetryAfter });
+
+describe('quote and lead answers', () => {
   it.each([
-    // status, kind, outcome, retry, errorCode, breaker
-    [200, 'quote', 'ok', false, null, 'success'],
-    [201, 'lead', 'ok', false, null, 'success'],
-    [301, 'quote', 'rejected', false, 'unexpected_redirect', 'success'],
-    [400, 'quote', 'rejected', false, 'state_not_supported', 'success'],
-    [404, 'quote', 'rejected', false, 'http_404', 'success'],
-    [403, 'quote', 'forbidden', false, 'forbidden', 'success'],
-    [403, 'agent_validate', 'forbidden', false, 'forbidden', 'success'],
-    [429, 'quote', 'retryable', true, 'rate_limited', 'neutral'],
-    [500, 'quote', 'retryable', true, 'http_500', 'failure'],
-    [502, 'quote', 'retryable', true, 'http_502', 'failure'],
-    [503, 'lead', 'retryable', true, 'http_503', 'failure'],
-    [504, 'quote', 'retryable', true, 'http_504', 'failure'],
-    [501, 'quote', 'in_doubt', false, 'http_501', 'failure'],
-    [505, 'lead', 'in_doubt', false, 'http_505', 'failure'],
-    [501, 'agent_validate', 'retryable', true, 'http_501', 'failure'],
-  ] as const)('%i for %s → %s', (status, kind, outcome, retry, errorCode, breaker) => {
-    const body = status === 400 ? { status: 'failed', message: 'State AK is not supported', error_code: 'state_not_supported' } : 'plain text';
-    expect(classifyResponse(kind, status, body)).toEqual({ outcome, retry, errorCode, breaker });
+    // answer, outcome, retry, breaker, throttled, errorCode
+    ['200, status success', response(200, SUCCESS), 'ok', false, 'success', false, null],
+    ['201, no status at all', response(201, { transaction_id: 't' }), 'ok', false, 'success', false, null],
+    ['200, status pending (unknown word)', response(200, { status: 'pending' }), 'ok', false, 'success', false, null],
+    ['200, status failed', response(200, FAILED), 'rejected', false, 'success', false, 'state_not_supported'],
+    ['200, status error without a code', response(200, { status: 'error', message: 'x' }), 'rejected', false, 'success', false, 'answer_error'],
+    ['400', response(400, FAILED), 'rejected', false, 'success', false, 'state_not_supported'],
+    ['409', response(409, 'conflict'), 'rejected', false, 'success', false, 'http_409'],
+    ['413', response(413), 'rejected', false, 'success', false, 'http_413'],
+    ['422', response(422), 'rejected', false, 'success', false, 'http_422'],
+    ['418', response(418), 'rejected', false, 'success', false, 'http_418'],
+    ['401', response(401), 'forbidden', false, 'neutral', false, 'http_401'],
+    ['403', response(403, { message: 'Forbidden' }), 'forbidden', false, 'neutral', false, 'forbidden'],
+    ['404', response(404, '<html>not found</html>'), 'misrouted', false, 'neutral', false, 'http_404'],
+    ['405', response(405), 'misrouted', false, 'neutral', false, 'http_405'],
+    ['301', response(301), 'misrouted', false, 'neutral', false, 'unexpected_redirect'],
+    ['307', response(307), 'misrouted', false, 'neutral', false, 'unexpected_redirect'],
+    ['429', response(429, null, true), 'retryable', true, 'neutral', true, 'rate_limited'],
+    ['500', response(500, { error_code: 'server_error' }), 'retryable', true, 'failure', false, 'server_error'],
+    ['502', response(502), 'retryable', true, 'failure', false, 'http_502'],
+    ['503 without Retry-After', response(503), 'retryable', true, 'failure', false, 'http_503'],
+    ['503 with Retry-After', response(503, null, true), 'retryable', true, 'failure', true, 'http_503'],
+    ['504', response(504), 'retryable', true, 'failure', false, 'http_504'],
+    ['501 (a write may have applied)', response(501), 'in_doubt', false, 'in_doubt', false, 'http_501'],
+    ['time-out after the body left', { type: 'transport', code: 'ETIMEDOUT', bodySent: true }, 'in_doubt', false, 'in_doubt', false, 'ETIMEDOUT'],
+    ['reset after the body left', { type: 'transport', code: 'ECONNRESET', bodySent: true }, 'in_doubt', false, 'in_doubt', false, 'ECONNRESET'],
+    ['refused', { type: 'transport', code: 'ECONNREFUSED', bodySent: false }, 'retryable', true, 'failure', false, 'ECONNREFUSED'],
+    ['reset before the body left', { type: 'transport', code: 'ECONNRESET', bodySent: false }, 'retryable', true, 'failure', false, 'ECONNRESET'],
+  ] as const)('%s', (_name, answer, outcome, retry, breaker, throttled, errorCode) => {
+    for (const kind of ['quote', 'lead'] as const) {
+      expect(classifyAnswer(kind, answer)).toMatchObject({ outcome, retry, breaker, throttled, errorCode });
+    }
   });
 
-  it("keeps the partner's error_code when there is one", () => {
-    expect(classifyResponse('quote', 500, { error_code: 'server_error' }).errorCode).toBe('server_error');
-    expect(classifyResponse('quote', 403, { message: 'Forbidden' }).errorCode).toBe('forbidden');
+  it('a 2xx whose body is not a JSON object succeeds with a warning', () => {
+    for (const body of ['<html>ok</html>', null, [1, 2], 42]) {
+      const cls = classifyResponse('quote', 200, body);
+      expect(cls.outcome).toBe('ok');
+      expect(cls.warning).toMatch(/not a JSON object/);
+    }
+    expect(classifyResponse('quote', 200, SUCCESS).warning).toBeUndefined();
+  });
+
+  it("keeps a partner's error_code only when it looks like one", () => {
+    expect(classifyResponse('quote', 400, { error_code: 'x'.repeat(5000) }).errorCode).toBe('http_400');
+    expect(classifyResponse('quote', 400, { error_code: 'two words' }).errorCode).toBe('http_400');
+  });
+});
+
+describe('agent validation answers', () => {
+  it.each([
+    ['200, valid', response(200, VALID), 'ok', false, 'success'],
+    ['200, not valid', response(200, NOT_VALID), 'ok', false, 'success'],
+    ['200, valid without agent_id', response(200, { status: 'success', message: 'User verification success', data: { is_valid: true } }), 'ok', false, 'success'],
+    ['200, not JSON', response(200, '<html>maintenance</html>'), 'retryable', true, 'failure'],
+    ['200, status error', response(200, { status: 'error', message: 'upstream', data: { is_valid: false } }), 'retryable', true, 'failure'],
+    ['200, no data', response(200, { status: 'success', message: 'ok' }), 'retryable', true, 'failure'],
+    ['200, is_valid a string', response(200, { status: 'success', data: { is_valid: 'false' } }), 'retryable', true, 'failure'],
+    ['200, a 1 MB agent id', response(200, { status: 'success', data: { is_valid: true, agent_id: 'a'.repeat(1_000_000) } }), 'retryable', true, 'failure'],
+    ['400', response(400, { status: 'error', message: 'email is not valid' }), 'rejected', false, 'success'],
+    ['403', response(403, { status: 'error', message: 'Forbidden' }), 'forbidden', false, 'neutral'],
+    ['404', response(404), 'misrouted', false, 'neutral'],
+    ['302', response(302), 'misrouted', false, 'neutral'],
+    ['429', response(429), 'retryable', true, 'neutral'],
+    ['500', response(500), 'retryable', true, 'failure'],
+    ['501', response(501), 'retryable', true, 'failure'],
+    ['time-out after the body left', { type: 'transport', code: 'ETIMEDOUT', bodySent: true }, 'retryable', true, 'failure'],
+    ['reset after the body left', { type: 'transport', code: 'ECONNRESET', bodySent: true }, 'retryable', true, 'failure'],
+  ] as const)('%s', (_name, answer, outcome, retry, breaker) => {
+    expect(classifyAnswer('agent_validate', answer)).toMatchObject({ outcome, retry, breaker });
+  });
+});
+
+describe('readValidation', () => {
+  it('reads valid, not valid, and valid without an id', () => {
+    expect(readValidation(VALID)).toEqual({ isValid: true, agentId: 'xyz-1', message: 'User verification success' });
+    expect(readValidation(NOT_VALID)).toEqual({ isValid: false, agentId: undefined, message: 'User not found.' });
+    expect(readValidation({ status: 'success', data: { is_valid: true, agent_id: '  ' } })).toEqual({ isValid: true, agentId: undefined, message: '' });
+  });
+  it('is undefined for anything that is not a result', () => {
+    for (const body of [null, 'text', [], { status: 'success' }, { data: { is_valid: true } }, { status: 'error', data: { is_valid: false } },
+      { status: 'success', data: { is_valid: true, agent_id: 7 } }]) {
+      expect(readValidation(body)).toBeUndefined();
+    }
   });
 });
 
 describe('classifyTransportFailure', () => {
-  it('retries a request whose body never left', () => {
+  it('retries a request whose body never left, never resends a write whose body left, always retries a read', () => {
     expect(classifyTransportFailure('quote', 'ECONNREFUSED', false)).toMatchObject({ outcome: 'retryable', retry: true });
-  });
-  it('never resends a write whose body left', () => {
-    expect(classifyTransportFailure('quote', 'ECONNRESET', true)).toMatchObject({ outcome: 'in_doubt', retry: false });
     expect(classifyTransportFailure('lead', 'ETIMEDOUT', true)).toMatchObject({ outcome: 'in_doubt', retry: false });
-  });
-  it('retries a read (agent validation) whatever happened', () => {
     expect(classifyTransportFailure('agent_validate', 'ECONNRESET', true)).toMatchObject({ outcome: 'retryable', retry: true });
   });
 });

@@ -9,6 +9,7 @@ import { startSandbox, type SandboxHandle } from '../../src/sandbox/index.js';
 import {
   createPartnerClient,
   type CallOutcome,
+  type ClientEvent,
   type PartnerClient,
   type PartnerClientOptions,
 } from '../../src/partner/index.js';
@@ -96,14 +97,22 @@ describe('answers', () => {
     expect(sandbox.stats().operations.quote.received).toBe(1);
   });
 
-  it('403 → forbidden after exactly one attempt', async () => {
+  it('403 → forbidden after exactly one attempt, and the client halts: nothing else leaves', async () => {
     const client = createPartnerClient({ baseUrl: sandbox.url, apiKey: 'wrong-key' });
     clients.push(client);
     const outcome = keep(await client.submit('lead', VALID_QUOTE));
     expect(outcome).toMatchObject({ kind: 'forbidden', httpStatus: 403, errorCode: 'forbidden' });
+    expect(outcome.halt).toMatch(/refused the API key \(403 Forbidden\)/);
     expect(outcome.attempts).toHaveLength(1);
     expect(sandbox.stats().operations.lead.received).toBe(1);
-    const validate = keep(await client.validateAgent('valid.agent@example.test'));
+    expect(client.halted).toBe(true);
+    const after = keep(await client.validateAgent('valid.agent@example.test'));
+    expect(after).toMatchObject({ kind: 'retryable', errorCode: 'halted', attempts: [] });
+    expect(sandbox.stats().operations.validate.received).toBe(0);
+
+    const reader = createPartnerClient({ baseUrl: sandbox.url, apiKey: 'wrong-key' });
+    clients.push(reader);
+    const validate = keep(await reader.validateAgent('valid.agent@example.test'));
     expect(validate.kind).toBe('forbidden');
     expect(sandbox.stats().operations.validate.received).toBe(1);
   });
@@ -169,13 +178,15 @@ describe('retries', () => {
     }
   });
 
-  it('a redirect is not followed: rejected as unexpected_redirect', async () => {
+  it('a redirect is not followed: misrouted, and the client halts', async () => {
     const server = await startScriptedServer([{ status: 302, headers: { location: 'http://127.0.0.1:9/elsewhere' } }]);
     try {
       const client = createPartnerClient({ baseUrl: server.url, apiKey: CANARY });
       clients.push(client);
       const outcome = keep(await client.submit('quote', VALID_QUOTE));
-      expect(outcome).toMatchObject({ kind: 'rejected', httpStatus: 302, errorCode: 'unexpected_redirect' });
+      expect(outcome).toMatchObject({ kind: 'misrouted', httpStatus: 302, errorCode: 'unexpected_redirect' });
+      expect(outcome.halt).toMatch(/the base URL or the endpoint is wrong/);
+      expect(client.halted).toBe(true);
       expect(server.requests).toHaveLength(1);
     } finally {
       await server.close();
@@ -228,7 +239,7 @@ describe('retries', () => {
   });
 });
 
-describe('Retry-After and the shared pause', () => {
+describe('Retry-After', () => {
   it.each(['seconds', 'http-date'] as const)('honours Retry-After in %s form', async (format) => {
     sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 1, retryAfterFormat: format });
     const sentAt: number[] = [];
@@ -245,13 +256,15 @@ describe('Retry-After and the shared pause', () => {
     expect((sentAt[1] ?? 0) - (sentAt[0] ?? 0)).toBeGreaterThanOrEqual(995);
   });
 
-  it('a 429 pauses the other calls too, not only the one that got it', async () => {
+  it('a 429 delays only the request it came with: the others keep going', async () => {
     sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 1 });
     const client = makeClient();
     let throttledAt = 0;
     let other: Promise<CallOutcome> | undefined;
     let otherSentAt = 0;
+    let firstRetriedAt = 0;
     const first = client.submit('quote', VALID_QUOTE, {
+      beforeSend: (attempt) => { if (attempt === 2) firstRetriedAt = performance.now(); },
       onAttempt: (attempt) => {
         if (attempt.httpStatus !== 429 || other !== undefined) return;
         throttledAt = performance.now();
@@ -264,15 +277,26 @@ describe('Retry-After and the shared pause', () => {
     const second = keep(await (other as unknown as Promise<CallOutcome>));
     expect(second.kind).toBe('ok');
     expect(second.attempts).toHaveLength(1);
-    expect(otherSentAt - throttledAt).toBeGreaterThanOrEqual(990);
+    // The other request left long before the throttled one's Retry-After was over.
+    expect(otherSentAt - throttledAt).toBeLessThan(900);
+    expect(firstRetriedAt - throttledAt).toBeGreaterThanOrEqual(990);
   });
 
-  it('a Retry-After beyond the cap ends the call at once as retryable', async () => {
-    sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 600 });
-    const outcome = keep(await makeClient({ retryAfterCapMs: 60_000 }).submit('quote', VALID_QUOTE));
+  it('a Retry-After beyond --max-retry-after halts the client with the time to come back', async () => {
+    sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 36_000 });
+    const client = makeClient({ maxRetryAfterMs: 300_000 });
+    const before = Date.now();
+    const outcome = keep(await client.submit('quote', VALID_QUOTE));
     expect(outcome).toMatchObject({ kind: 'retryable', httpStatus: 429 });
     expect(outcome.attempts).toHaveLength(1);
-    expect(outcome.message).toContain('Retry-After 600 s exceeds the 60 s cap');
+    expect(outcome.halt).toMatch(/^the partner asks to wait 10h \(Retry-After, over --max-retry-after 5m\); run again after \d{4}-\d\d-\d\dT/);
+    const at = Date.parse(/run again after (\S+)$/.exec(outcome.halt ?? '')?.[1] ?? '');
+    expect(at - before).toBeGreaterThanOrEqual(36_000_000 - 1000);
+    expect(client.halted).toBe(true);
+    expect(client.haltReason).toBe(outcome.halt);
+    const later = keep(await client.submit('quote', quoteWithKey('click-later')));
+    expect(later).toMatchObject({ kind: 'retryable', errorCode: 'halted', attempts: [] });
+    expect(sandbox.stats().operations.quote.received).toBe(1);
   });
 
   it('an abort while waiting returns retryable/aborted without sending again', async () => {
@@ -302,38 +326,60 @@ describe('rate cap and circuit breaker', () => {
     expect(Math.max(...sentAt) - Math.min(...sentAt)).toBeGreaterThanOrEqual(245);
   });
 
-  it('opens, probes, and halts at maxConsecutiveFailures; later calls are not sent', async () => {
+  it('opens after --max-consecutive-failures, probes with agent validation only, and halts after --max-outage', async () => {
     sandbox.setFaults({ outage: true, retryAfterSeconds: 0 });
-    const client = makeClient({ maxAttempts: 10, breakerOpenAfter: 2, breakerCooldownMs: 20, maxConsecutiveFailures: 4 });
-    const states: string[] = [];
-    const outcome = keep(await client.submit('quote', VALID_QUOTE, { onAttempt: () => states.push(client.breakerState) }));
-    expect(states).toEqual(['closed', 'open', 'open', 'open']);
-    expect(outcome).toMatchObject({ kind: 'retryable', errorCode: 'circuit_open' });
-    expect(outcome.attempts).toHaveLength(4);
-    expect(outcome.message).toMatch(/: 503 Service Unavailable \(service_unavailable: .*\); not retried: the circuit breaker halted .*; 4 attempts$/);
+    const events: ClientEvent[] = [];
+    const client = makeClient({ maxAttempts: 10, maxConsecutiveFailures: 3, breakerCooldownMs: 50, maxOutageMs: 600, onEvent: (e) => events.push(e) });
+    const started = performance.now();
+    const outcome = keep(await client.submit('quote', VALID_QUOTE));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(590);
+    expect(outcome).toMatchObject({ kind: 'retryable', errorCode: 'halted' });
+    expect(outcome.attempts).toHaveLength(3);
+    expect(outcome.message).toMatch(/: 503 Service Unavailable \(service_unavailable: .*\); not retried: the partner did not recover within --max-outage/);
     expect(client.halted).toBe(true);
-    expect(sandbox.stats().operations.quote.received).toBe(4);
+    // Probes are reads: no quote left after the breaker opened.
+    const stats = sandbox.stats();
+    expect(stats.operations.quote.received).toBe(3);
+    expect(stats.operations.validate.received).toBeGreaterThanOrEqual(2);
+    expect(events[0]).toMatchObject({ type: 'breaker_open', operation: 'submit', reason: '3 consecutive transient failures (last: service_unavailable)' });
+    expect((events[0] as { giveUpAt: Date }).giveUpAt).toBeInstanceOf(Date);
+    expect(events.filter((e) => e.type === 'probe').length).toBe(stats.operations.validate.received);
+    expect(events.at(-1)).toMatchObject({ type: 'halt' });
 
     const later = keep(await client.validateAgent('valid.agent@example.test'));
-    expect(later).toMatchObject({ kind: 'retryable', errorCode: 'circuit_open', attempts: [], httpStatus: null });
-    expect(later.message).toMatch(/\/account\/v1\/agent\/validate: not sent: the circuit breaker halted/);
-    expect(sandbox.stats().operations.validate.received).toBe(0);
+    expect(later).toMatchObject({ kind: 'retryable', errorCode: 'halted', attempts: [], httpStatus: null });
+    expect(later.message).toMatch(/\/account\/v1\/agent\/validate: not sent: the partner did not recover/);
   });
 
-  it('a successful probe closes it again', async () => {
-    sandbox.setFaults({ outage: true, retryAfterSeconds: 0 });
-    const client = makeClient({ maxAttempts: 10, breakerOpenAfter: 2, breakerCooldownMs: 20, maxConsecutiveFailures: 50 });
+  it('an answered probe lets one trial quote through, whose success closes it', async () => {
+    const events: ClientEvent[] = [];
+    const client = makeClient({ maxAttempts: 20, maxConsecutiveFailures: 3, breakerCooldownMs: 30, onEvent: (e) => events.push(e) });
+    sandbox.setFaults({ outage: true });
     const outcome = keep(
       await client.submit('quote', VALID_QUOTE, {
-        onAttempt: () => {
-          if (client.breakerState === 'open') sandbox.setFaults({ outage: false });
+        onAttempt: (a) => {
+          if (a.httpStatus === 503 && client.breakerState() === 'open') sandbox.setFaults({ outage: false });
         },
       }),
     );
     expect(outcome.kind).toBe('ok');
-    expect(outcome.attempts.map((a) => a.httpStatus)).toEqual([503, 503, 200]);
-    expect(client.breakerState).toBe('closed');
+    expect(client.breakerState()).toBe('closed');
+    expect(events.map((e) => e.type)).toContain('breaker_closed');
     expect(client.halted).toBe(false);
+  });
+
+  it('as many sends in a row in doubt as the concurrency open it: a hanging partner costs few quotes', async () => {
+    sandbox.setFaults({ hangRate: 1 });
+    const events: ClientEvent[] = [];
+    const client = makeClient({ concurrency: 4, timeoutMs: 300, maxOutageMs: 1500, breakerCooldownMs: 100, onEvent: (e) => events.push(e) });
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => client.submit('quote', quoteWithKey(`click-hang-${i}`))));
+    outcomes.forEach(keep);
+    const inDoubt = outcomes.filter((o) => o.kind === 'in_doubt').length;
+    expect(inDoubt).toBeGreaterThanOrEqual(4);
+    expect(inDoubt).toBeLessThanOrEqual(8); // at most 2 × concurrency
+    expect(outcomes.filter((o) => o.errorCode === 'halted').length).toBe(20 - inDoubt);
+    expect(sandbox.stats().operations.quote.received).toBe(inDoubt);
+    expect(events[0]).toMatchObject({ type: 'breaker_open', reason: expect.stringMatching(/^4 requests in a row got no answer after they were sent/) });
   });
 });
 

@@ -1,0 +1,59 @@
+/**
+ * What the client saw since the last sample: the pipeline takes one a second into `run_samples`
+ * (the report's "partner's limit" charts). Memory is bounded whatever the rate: at most
+ * {@link MAX_LATENCIES} latencies are kept per sample (every n-th beyond that).
+ */
+import type { AttemptClass } from './_classify.js';
+
+export interface MetricsSample {
+  /** Requests allowed in flight at the time of the sample. */
+  limit: number;
+  /** Requests in flight at the time of the sample. */
+  inFlight: number;
+  /** Attempts answered (or failed) since the last sample. */
+  attempts: number;
+  /** Of those: 429, or 503 with Retry-After. */
+  throttled: number;
+  /** Of those: other transient failures (5xx, time-outs, resets). */
+  errors: number;
+  /** Median latency of those attempts; null when there were none. */
+  latencyP50Ms: number | null;
+}
+
+const MAX_LATENCIES = 2048;
+
+export class CallMetrics {
+  #attempts = 0;
+  #throttled = 0;
+  #errors = 0;
+  #latencies: number[] = [];
+  #seen = 0;
+
+  record(latencyMs: number, cls: AttemptClass): void {
+    this.#attempts += 1;
+    if (cls.throttled) this.#throttled += 1;
+    else if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') this.#errors += 1;
+    this.#seen += 1;
+    if (this.#latencies.length < MAX_LATENCIES) this.#latencies.push(latencyMs);
+    else if (this.#seen % Math.ceil(this.#seen / MAX_LATENCIES) === 0) this.#latencies[this.#seen % MAX_LATENCIES] = latencyMs;
+  }
+
+  /** Returns what was seen since the last call, and starts a new sample. */
+  take(limit: number, inFlight: number): MetricsSample {
+    const sorted = this.#latencies.sort((a, b) => a - b);
+    const sample: MetricsSample = {
+      limit,
+      inFlight,
+      attempts: this.#attempts,
+      throttled: this.#throttled,
+      errors: this.#errors,
+      latencyP50Ms: sorted.length === 0 ? null : (sorted[Math.ceil(sorted.length / 2) - 1] as number),
+    };
+    this.#attempts = 0;
+    this.#throttled = 0;
+    this.#errors = 0;
+    this.#latencies = [];
+    this.#seen = 0;
+    return sample;
+  }
+}

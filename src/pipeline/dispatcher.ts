@@ -1,0 +1,62 @@
+/**
+ * Between the reader and the senders: hands each item that needs sending to a task, with at most
+ * `concurrency` tasks running and at most `concurrency × readAhead` waiting, so that reading stops
+ * while the senders are busy (memory is bounded whatever the file size). How many requests are
+ * really in flight is the partner client's limiter's business (adaptive or fixed, contract §5):
+ * `concurrency` here is its ceiling.
+ */
+import pLimit from 'p-limit';
+
+export interface DispatchOptions {
+  /** Tasks running at once (the `--concurrency` ceiling). */
+  concurrency: number;
+  /** Tasks queued per running one before reading pauses. Default 4. */
+  readAhead?: number;
+}
+
+export class Dispatcher {
+  readonly #limit: ReturnType<typeof pLimit>;
+  readonly #tasks = new Set<Promise<void>>();
+  readonly #maxQueued: number;
+  /** The first task failure, kept so that it is thrown even after the task left the set. */
+  #failure: { error: unknown } | undefined;
+
+  constructor(options: DispatchOptions) {
+    this.#limit = pLimit(options.concurrency);
+    this.#maxQueued = options.concurrency * (options.readAhead ?? 4);
+  }
+
+  /** Waits while enough tasks are queued (backpressure on the reader); rejects when a task failed. */
+  async ready(): Promise<void> {
+    while (this.#tasks.size >= this.#maxQueued) await Promise.race(this.#tasks);
+    this.#throwFailure();
+  }
+
+  /** Queues a task. A task that rejects makes `ready()` and `drain()` reject (an internal error). */
+  submit(task: () => Promise<void>): void {
+    const running = this.#limit(task);
+    this.#tasks.add(running);
+    void running.then(
+      () => this.#tasks.delete(running),
+      (error: unknown) => {
+        this.#failure ??= { error };
+        this.#tasks.delete(running);
+      },
+    );
+  }
+
+  /** Waits for every queued task; rejects with the first failure. */
+  async drain(): Promise<void> {
+    await Promise.all(this.#tasks);
+    this.#throwFailure();
+  }
+
+  /** Waits for every queued task, whatever happens to them (after an internal error). */
+  async settle(): Promise<void> {
+    await Promise.allSettled(this.#tasks);
+  }
+
+  #throwFailure(): void {
+    if (this.#failure !== undefined) throw this.#failure.error;
+  }
+}

@@ -1,0 +1,276 @@
+/**
+ * One run of a job: reads the input, records each row, and sends the rows that need sending through
+ * the dispatcher to the partner client, recording every outcome (contract §5). It stops sending on
+ * the user's stop (Ctrl-C, SIGTERM, `--max-runtime`) and when the client halts (a key or endpoint
+ * the partner refuses, a `Retry-After` too long, an outage past `--max-outage`).
+ */
+import type { StoreRequests } from '../config/index.js';
+import type { InputReader } from '../input/index.js';
+import { FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowOutcome, type RowState } from '../ledger/index.js';
+import type { Logger } from '../log.js';
+import { formatRowIssue, type CompiledMapping, type MappedRow } from '../mapping/index.js';
+import type { PartnerClient } from '../partner/index.js';
+import type { QuoteSuccessResponse } from '../partner/schemas.js';
+import type { CallOutcome, Environment, Operation } from '../partner/types.js';
+import { AgentResolver } from './agents.js';
+import { Dispatcher } from './dispatcher.js';
+import { maskIssue, serializeRequest } from './mask.js';
+import { RowBook } from './row-book.js';
+import { bounded, outcomeToRow, serializeForSend } from './row-outcome.js';
+
+export interface JobRunnerOptions {
+  mapping: CompiledMapping;
+  ledger: Ledger;
+  environment: Environment;
+  operation: Operation;
+  concurrency: number;
+  limit?: number | undefined;
+  retryFailed: boolean;
+  resendInDoubt: boolean;
+  storeRequests: StoreRequests;
+  stop: AbortSignal;
+  logger: Logger;
+}
+
+export interface ProgressSnapshot {
+  jobId: number;
+  counts: Record<RowState, number>;
+  rowsRead: number;
+  /** Rows handled by this run (sent or recorded), excluding skipped ones. */
+  rowsDoneThisRun: number;
+  /** Rows skipped because an earlier run finished them. */
+  rowsSkipped: number;
+  bytesRead: number;
+  /** Decoded byte offset of the last record read (for estimating the row total). */
+  lastOffset: number;
+  totalBytes: number;
+  /** Known once a run has read the whole file; an estimate is made from the bytes read before. */
+  totalRows: number | null;
+  elapsedMs: number;
+}
+
+export type RunEnd = 'completed' | 'unfinished' | 'interrupted' | 'halted';
+
+export class JobRunner {
+  readonly book: RowBook;
+  readonly #agents: AgentResolver;
+  /** Aborted on a halt or the user's stop: no new request leaves. */
+  readonly #halt = new AbortController();
+  #haltReason: string | null = null;
+  rowsSkipped: number;
+  stoppedByLimit = false;
+  #rowsRead: number;
+  #lastRead: ResumePoint | undefined;
+  #totalRows: number | null;
+  readonly #startedAt = Date.now();
+
+  constructor(
+    private readonly options: JobRunnerOptions,
+    private readonly reader: InputReader,
+    private readonly job: JobRecord,
+    private readonly runId: number,
+    private readonly client: PartnerClient,
+    start: ResumePoint | undefined,
+  ) {
+    this.#rowsRead = start === undefined ? 0 : start.rowNumber - 1;
+    this.rowsSkipped = this.#rowsRead;
+    this.#totalRows = job.total_rows;
+    this.book = new RowBook(options.ledger, job.id, runId, start);
+    const warnedAgents = new Set<string>();
+    this.#agents = new AgentResolver(client, options.ledger, options.environment, job.id, runId, { signal: this.#halt.signal }, (email) => {
+      if (warnedAgents.has(email)) return;
+      warnedAgents.add(email);
+      options.logger.warn('an agent is valid but the partner gave no agent id: its rows are sent without channel.agent_id', { event: 'agent_without_id' });
+    });
+  }
+
+  get agentCalls(): number {
+    return this.#agents.calls;
+  }
+
+  get haltReason(): string | null {
+    return this.#haltReason;
+  }
+
+  async run(): Promise<{ end: RunEnd; haltReason: string | null; rowsRead: number }> {
+    const { options, book } = this;
+    const onStop = (): void => this.#stopAll(typeof options.stop.reason === 'string' ? options.stop.reason : 'interrupted by the user');
+    if (options.stop.aborted) onStop();
+    options.stop.addEventListener('abort', onStop, { once: true });
+    const heartbeat = setInterval(() => options.ledger.heartbeat(this.runId), 10_000);
+    const checkpoint = setInterval(() => book.saveResumePoint(this.#lastRead), 2_000);
+    checkpoint.unref();
+    heartbeat.unref();
+
+    const dispatcher = new Dispatcher({ concurrency: options.concurrency });
+    let readToEnd = true;
+    try {
+      for await (const item of this.reader) {
+        if (this.#halt.signal.aborted) {
+          readToEnd = false;
+          break;
+        }
+        if (options.limit !== undefined && item.rowNumber > options.limit) {
+          readToEnd = false;
+          this.stoppedByLimit = true;
+          break;
+        }
+        this.#rowsRead = item.rowNumber;
+        const position = { rowNumber: item.rowNumber, offset: item.offset, line: item.line };
+        this.#lastRead = position;
+        const previous = book.stateOf(item.rowNumber);
+        if (previous !== undefined && !this.#shouldSend(previous)) {
+          this.rowsSkipped += 1;
+          if (!FINAL_STATES.has(previous)) book.hold(position);
+          continue;
+        }
+        book.hold(position);
+        const source = { sourceOffset: item.offset, sourceLine: item.line };
+        if (item.kind === 'error') {
+          book.record(previous, { rowNumber: item.rowNumber, rowKey: null, agentEmail: null, state: 'invalid', errorCode: 'unreadable_row', errorMessage: bounded(item.message), ...source });
+          continue;
+        }
+        const mapped = options.mapping.mapRow(item.record, item.rowNumber);
+        const initial = previous ?? this.#recordNewRow(mapped, source);
+        if (initial !== 'pending' && previous === undefined) continue;
+        await dispatcher.ready();
+        dispatcher.submit(() => this.#sendRow(mapped, initial));
+      }
+      book.flushInserts();
+      if (readToEnd) {
+        options.ledger.setTotalRows(this.job.id, this.#rowsRead);
+        this.#totalRows = this.#rowsRead;
+      }
+      await dispatcher.drain();
+      book.saveResumePoint(this.#lastRead);
+    } catch (error) {
+      this.#stopAll('internal error');
+      await dispatcher.settle();
+      book.flushInserts();
+      book.commitWrites();
+      throw error;
+    } finally {
+      clearInterval(heartbeat);
+      clearInterval(checkpoint);
+      options.stop.removeEventListener('abort', onStop);
+    }
+
+    if (this.#haltReason !== null) {
+      return { end: options.stop.aborted ? 'interrupted' : 'halted', haltReason: this.#haltReason, rowsRead: this.#rowsRead };
+    }
+    const unfinished = (['pending', 'in_flight', 'failed', 'in_doubt'] as const).some((s) => book.counts[s] > 0);
+    return { end: readToEnd && !unfinished ? 'completed' : 'unfinished', haltReason: null, rowsRead: this.#rowsRead };
+  }
+
+  snapshot(): ProgressSnapshot {
+    return {
+      jobId: this.job.id,
+      counts: { ...this.book.counts },
+      rowsRead: this.#rowsRead,
+      rowsDoneThisRun: this.book.rowsDone,
+      rowsSkipped: this.rowsSkipped,
+      bytesRead: this.reader.bytesRead,
+      lastOffset: this.#lastRead?.offset ?? 0,
+      totalBytes: this.reader.totalBytes,
+      totalRows: this.#totalRows,
+      elapsedMs: Date.now() - this.#startedAt,
+    };
+  }
+
+  #stopAll(reason: string): void {
+    if (this.#haltReason === null) this.#haltReason = reason;
+    this.#halt.abort();
+  }
+
+  /** After a call: a client that halted stops the whole run. */
+  #checkClient(): void {
+    if (this.client.halted) this.#stopAll(this.client.haltReason ?? 'the partner client halted');
+  }
+
+  #shouldSend(state: RowState): boolean {
+    if (FINAL_STATES.has(state)) return false;
+    if (state === 'failed') return this.options.retryFailed;
+    if (state === 'in_doubt') return this.options.resendInDoubt;
+    return true; // pending (in_flight was turned into in_doubt when the run started)
+  }
+
+  /** Records a newly read row; returns the state it was given. */
+  #recordNewRow(mapped: MappedRow, source: { sourceOffset: number; sourceLine: number }): RowState {
+    const base = { rowNumber: mapped.rowNumber, rowKey: mapped.rowKey, agentEmail: mapped.agentEmail, ...source };
+    if (mapped.errors.length > 0) {
+      const keep = this.options.storeRequests === 'full';
+      const message = mapped.errors.map((issue) => formatRowIssue(mapped.rowNumber, keep ? issue : maskIssue(issue))).join('; ');
+      this.book.record(undefined, { ...base, state: 'invalid', errorCode: 'mapping_error', errorMessage: bounded(message) });
+      return 'invalid';
+    }
+    if (this.book.hasRowKey(mapped.rowKey)) {
+      this.book.record(undefined, {
+        ...base, state: 'duplicate', errorCode: 'duplicate_row_key', errorMessage: bounded(`row key "${mapped.rowKey}" already appeared earlier in this job`),
+      });
+      return 'duplicate';
+    }
+    this.book.record(undefined, { ...base, state: 'pending' });
+    return 'pending';
+  }
+
+  async #sendRow(mapped: MappedRow, initial: RowState): Promise<void> {
+    const { book, options } = this;
+    const { ledger } = options;
+    const jobId = this.job.id;
+    const { rowNumber, request } = mapped;
+    let current = initial;
+    const finish = (row: RowOutcome, outcome?: CallOutcome<QuoteSuccessResponse>): Promise<void> => {
+      const committed = book.write(() => ledger.recordOutcome(jobId, this.runId, rowNumber, row, outcome?.attempts ?? []));
+      book.transition(current, row.state, rowNumber);
+      current = row.state;
+      return committed;
+    };
+    if (this.#halt.signal.aborted) return;
+
+    let agentId: string | null = null;
+    if (mapped.agentEmail !== null) {
+      const agent = await this.#agents.resolve(mapped.agentEmail, rowNumber);
+      this.#checkClient();
+      // Halted or stopped before validation was decided: the row stays as it was.
+      if (agent.kind === 'halted' || agent.kind === 'stopped') return;
+      if (agent.kind !== 'valid') {
+        await finish({
+          state: agent.kind === 'invalid' ? 'agent_invalid' : agent.kind === 'bad_request' ? 'invalid' : 'failed',
+          attempts: 0,
+          httpStatus: agent.kind === 'invalid' ? 200 : agent.httpStatus,
+          errorCode: agent.kind === 'invalid' ? 'agent_invalid' : agent.errorCode,
+          errorMessage: bounded(agent.message),
+        });
+        return;
+      }
+      agentId = agent.agentId ?? null;
+      if (agentId !== null) options.mapping.setAgentId(request, agentId);
+    }
+    if (this.#halt.signal.aborted) return;
+
+    const payload = serializeForSend(request);
+    if ('problem' in payload) {
+      await finish({ state: 'invalid', attempts: 0, errorCode: payload.code, errorMessage: `row ${rowNumber}: ${payload.problem}` });
+      return;
+    }
+    let marked = false;
+    const requestJson = serializeRequest(request, options.storeRequests);
+    const outcome = await this.client.submitJson(options.operation, payload.json, {
+      signal: this.#halt.signal,
+      beforeSend: async () => {
+        if (marked) return;
+        await book.write(() => ledger.markInFlight(jobId, rowNumber, agentId, requestJson));
+        book.transition(current, 'in_flight');
+        current = 'in_flight';
+        marked = true;
+      },
+    });
+    this.#checkClient();
+    if (!marked) {
+      // Never left (stopped or halted while waiting): the row stays as it was; keep any attempts.
+      if (outcome.attempts.length > 0) ledger.recordAttempts(jobId, this.runId, rowNumber, outcome.attempts, null);
+      return;
+    }
+    await finish(outcomeToRow(outcome, agentId, initial), outcome);
+  }
+}

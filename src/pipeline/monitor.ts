@@ -1,0 +1,119 @@
+/**
+ * What an unattended run tells its operators while it works (contract §9): the client's breaker
+ * and halt events as log lines at their level (warn when the partner looks down and when it is back,
+ * with when the run will give up; error when it halts), retries piling up as a warn line at most
+ * every half minute, and one `run_samples` row per second (requests allowed and in flight, answers,
+ * 429s, errors, rows done, latency) for the report's charts.
+ */
+import type { Ledger } from '../ledger/index.js';
+import type { Logger } from '../log.js';
+import { formatDuration, type ClientEvent, type PartnerClient } from '../partner/index.js';
+
+const SAMPLE_EVERY_MS = 1000;
+/** Transient failures (5xx, time-outs, 429s) within this window that make a warn line. */
+const RETRY_WARN_WINDOW_MS = 30_000;
+const RETRY_WARN_MIN = 5;
+
+const OPERATION_NAMES = { validate: 'agent validation', submit: 'quotes/leads' } as const;
+
+export class RunMonitor {
+  #timer: NodeJS.Timeout | undefined;
+  #startedAt = performance.now();
+  #rowsDoneAt = 0;
+  #windowStartedAt = performance.now();
+  #windowThrottled = 0;
+  #windowErrors = 0;
+  #windowAttempts = 0;
+  #lastLimit: number | null = null;
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly logger: Logger,
+    private readonly jobId: number,
+    private readonly runId: number,
+    private readonly maxOutageMs: number,
+  ) {}
+
+  /** The client's `onEvent`: log lines, and the probes recorded as attempts (row_number null). */
+  readonly onClientEvent = (event: ClientEvent): void => {
+    switch (event.type) {
+      case 'breaker_open': {
+        const giveUp = event.giveUpAt === null
+          ? 'it will wait for the partner however long it takes (--max-outage 0)'
+          : `the run gives up at ${event.giveUpAt.toISOString()} (--max-outage ${formatDuration(this.maxOutageMs)}) unless it recovers`;
+        this.logger.warn(
+          `the partner looks down (${OPERATION_NAMES[event.operation]}): ${event.reason}; no ${event.operation === 'submit' ? 'quote or lead' : 'validation'} leaves while the circuit breaker is open; probing with agent validation; ${giveUp}`,
+          { event: 'breaker_open', operation: event.operation, give_up_at: event.giveUpAt?.toISOString() ?? null },
+        );
+        break;
+      }
+      case 'breaker_closed':
+        this.logger.warn(`the partner answers again (${OPERATION_NAMES[event.operation]}) after ${formatDuration(event.outageMs)}: sending resumes`, {
+          event: 'breaker_closed', operation: event.operation, outage_ms: event.outageMs,
+        });
+        break;
+      case 'probe':
+        this.ledger.recordAttempts(this.jobId, this.runId, null, [event.attempt], event.email);
+        this.logger.info(`probe: agent validation ${event.answered ? 'answered' : `failed (${event.attempt.errorCode ?? event.attempt.httpStatus ?? '?'})`}`, {
+          event: 'probe', answered: event.answered, http_status: event.attempt.httpStatus,
+        });
+        break;
+      case 'halt':
+        this.logger.error(`halting: ${event.reason}`, { event: 'halt' });
+        break;
+    }
+  };
+
+  /** Starts sampling the client once a second. */
+  start(client: PartnerClient, rowsDone: () => number): void {
+    this.#startedAt = performance.now();
+    this.#timer = setInterval(() => this.#sample(client, rowsDone()), SAMPLE_EVERY_MS);
+    this.#timer.unref();
+  }
+
+  /** Stops sampling, recording the last partial second. */
+  stop(client: PartnerClient, rowsDone: () => number): void {
+    if (this.#timer === undefined) return;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#sample(client, rowsDone());
+  }
+
+  /** The limit of the last sample (what the run settled at). */
+  get lastLimit(): number | null {
+    return this.#lastLimit;
+  }
+
+  #sample(client: PartnerClient, rowsDone: number): void {
+    const s = client.takeSample();
+    const elapsedMs = performance.now() - this.#startedAt;
+    this.#lastLimit = s.limit;
+    this.ledger.recordRunSample(this.runId, {
+      elapsedMs,
+      concurrencyLimit: Math.round(s.limit * 100) / 100,
+      inFlight: s.inFlight,
+      attempts: s.attempts,
+      throttled: s.throttled,
+      errors: s.errors,
+      rowsDone: rowsDone - this.#rowsDoneAt,
+      latencyP50Ms: s.latencyP50Ms,
+    });
+    this.#rowsDoneAt = rowsDone;
+    this.#windowAttempts += s.attempts;
+    this.#windowThrottled += s.throttled;
+    this.#windowErrors += s.errors;
+    const now = performance.now();
+    if (now - this.#windowStartedAt < RETRY_WARN_WINDOW_MS) return;
+    if (this.#windowThrottled + this.#windowErrors >= RETRY_WARN_MIN) {
+      const seconds = Math.round((now - this.#windowStartedAt) / 1000);
+      this.logger.warn(
+        `retries piling up: in the last ${seconds} s the partner answered ${this.#windowThrottled} × 429 (slow down) and ${this.#windowErrors} transient failures out of ${this.#windowAttempts} requests; ${Math.round(s.limit * 10) / 10} requests allowed in flight now`,
+        { event: 'retries', throttled: this.#windowThrottled, errors: this.#windowErrors, attempts: this.#windowAttempts, limit: s.limit },
+      );
+    }
+    this.#windowStartedAt = now;
+    this.#windowThrottled = 0;
+    this.#windowErrors = 0;
+    this.#windowAttempts = 0;
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The run's bookkeeping of rows: what it writes to the ledger and when, the in-memory counts per
+ * state (for progress and the end state), and how far the input is finished (the resume point).
+ *
+ * Durability rules (contract §5): a row is recorded as `pending` (or `invalid`/`duplicate`) when
+ * read, marked `in_flight` durably right before its request leaves, and given its outcome when the
+ * answer (or the lack of one) is known. Writes of row tasks are committed together in one
+ * transaction per event-loop turn: with 64 rows in flight, one commit instead of 128. A task awaits
+ * the commit of its write before its request leaves, so `in_flight` is still durable first.
+ */
+import { FINAL_STATES, ROW_STATES, type Ledger, type NewRow, type ResumePoint, type RowState } from '../ledger/index.js';
+
+const INSERT_BATCH = 512;
+
+export class RowBook {
+  readonly counts: Record<RowState, number>;
+  /** Rows that reached a state (final, failed or in doubt) in this run. */
+  rowsDone = 0;
+  readonly #states: Uint8Array;
+  #pendingInserts: NewRow[] = [];
+  #pendingKeys = new Set<string>();
+  #writeQueue: (() => void)[] = [];
+  #writeCommit: Promise<void> | null = null;
+  #resolveCommit: (() => void) | null = null;
+  #rejectCommit: ((error: unknown) => void) | null = null;
+  /**
+   * Rows read by this run that are not final yet, in file order, for the resume point: the first of
+   * them still open is where the next run must start reading.
+   */
+  readonly #openRows: ResumePoint[] = [];
+  readonly #openSet = new Set<number>();
+  #resumePoint: ResumePoint | undefined;
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly jobId: number,
+    private readonly runId: number,
+    start: ResumePoint | undefined,
+  ) {
+    this.counts = ledger.countsByState(jobId);
+    this.#states = ledger.rowStates(jobId);
+    this.#resumePoint = start;
+  }
+
+  /** The state an earlier run recorded for the row, if any. */
+  stateOf(rowNumber: number): RowState | undefined {
+    const code = this.#states[rowNumber] ?? 0;
+    return code === 0 ? undefined : ROW_STATES[code - 1];
+  }
+
+  /** True when an earlier row of this job (recorded or about to be) carries the key. */
+  hasRowKey(rowKey: string): boolean {
+    return this.#pendingKeys.has(rowKey) || this.ledger.hasRowKey(this.jobId, rowKey);
+  }
+
+  /** Records a newly read row (batched), or a new state for a row an earlier run recorded. */
+  record(previous: RowState | undefined, row: NewRow): void {
+    if (previous !== undefined) {
+      // A row recorded earlier that can no longer be read (e.g. a smaller --max-record limit).
+      this.ledger.recordOutcome(this.jobId, this.runId, row.rowNumber, {
+        state: row.state, attempts: 0, errorCode: row.errorCode ?? null, errorMessage: row.errorMessage ?? null,
+      }, []);
+      this.transition(previous, row.state, row.rowNumber);
+      return;
+    }
+    this.#pendingInserts.push(row);
+    if (row.rowKey !== null && row.state === 'pending') this.#pendingKeys.add(row.rowKey);
+    this.transition(undefined, row.state, row.rowNumber);
+    if (this.#pendingInserts.length >= INSERT_BATCH) this.flushInserts();
+  }
+
+  flushInserts(): void {
+    if (this.#pendingInserts.length === 0) return;
+    this.ledger.insertRows(this.jobId, this.#pendingInserts);
+    this.#pendingInserts = [];
+    this.#pendingKeys = new Set();
+  }
+
+  /** Queues a ledger write of a row task; resolves once it is committed. */
+  write(op: () => void): Promise<void> {
+    this.#writeQueue.push(op);
+    if (this.#writeCommit === null) {
+      this.#writeCommit = new Promise<void>((resolve, reject) => {
+        this.#resolveCommit = resolve;
+        this.#rejectCommit = reject;
+      });
+      setImmediate(() => this.commitWrites());
+    }
+    return this.#writeCommit;
+  }
+
+  /** Commits every queued write now (also called before the resume point is saved). */
+  commitWrites(): void {
+    const ops = this.#writeQueue;
+    const resolve = this.#resolveCommit;
+    const reject = this.#rejectCommit;
+    this.#writeQueue = [];
+    this.#writeCommit = null;
+    this.#resolveCommit = null;
+    this.#rejectCommit = null;
+    if (ops.length === 0) {
+      resolve?.();
+      return;
+    }
+    try {
+      this.ledger.db.transaction(() => {
+        this.flushInserts(); // rows must exist before they are marked
+        for (const op of ops) op();
+      })();
+      resolve?.();
+    } catch (error) {
+      reject?.(error);
+    }
+  }
+
+  /** Keeps the in-memory counts (for progress and the end state) in step with the ledger. */
+  transition(from: RowState | undefined, to: RowState, rowNumber?: number): void {
+    if (rowNumber !== undefined && FINAL_STATES.has(to)) this.#openSet.delete(rowNumber);
+    if (from !== undefined) this.counts[from] -= 1;
+    this.counts[to] += 1;
+    if (FINAL_STATES.has(to) || to === 'failed' || to === 'in_doubt') this.rowsDone += 1;
+  }
+
+  /** A row read by this run that is not final yet: the resume point cannot pass it. */
+  hold(position: ResumePoint): void {
+    this.#openRows.push(position);
+    this.#openSet.add(position.rowNumber);
+  }
+
+  /** Persists how far the file is finished; rows before the point must be durable first. */
+  saveResumePoint(lastRead: ResumePoint | undefined): void {
+    let head = 0;
+    while (head < this.#openRows.length && !this.#openSet.has((this.#openRows[head] as ResumePoint).rowNumber)) head += 1;
+    this.#openRows.splice(0, head);
+    const point = this.#openRows[0] ?? lastRead;
+    if (point === undefined || (this.#resumePoint !== undefined && point.rowNumber <= this.#resumePoint.rowNumber)) return;
+    // Rows before the point were released when their outcome was queued: make those durable.
+    this.commitWrites();
+    this.flushInserts();
+    this.ledger.setResumePoint(this.jobId, point);
+    this.#resumePoint = point;
+  }
+}
