@@ -117,11 +117,15 @@ describe('run', () => {
     expect(ledgerBytes(tmp.path('f.db'))).not.toContain(canaryKey);
   });
 
-  it('trips the circuit breaker in an outage, leaves rows retryable, and completes once it is over', async () => {
+  it('trips the circuit breaker in an outage, gives up after --max-outage, leaves rows retryable, and completes once it is over', async () => {
     sandbox.setFaults({ outage: true });
-    const down = await run(['--max-consecutive-failures', '6', '--max-attempts', '2']);
+    const started = Date.now();
+    const down = await run(['--max-consecutive-failures', '6', '--max-attempts', '2', '--max-outage', '3s']);
     expect(down.code).toBe(3);
-    expect(down.stdout + down.stderr).toMatch(/circuit breaker/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3000);
+    expect(down.stderr).toMatch(/warning: the partner looks down \(agent validation\): 6 consecutive transient failures .* the run gives up at .* \(--max-outage 3s\)/);
+    expect(down.stderr).toMatch(/error: halting: the partner did not recover within --max-outage/);
+    expect(down.stdout).toMatch(/exit 3: job not completed: the partner looks down; run the same command again later to resume/);
     let ledger = readLedger(tmp.path('l.db'));
     expect(ledger.states.succeeded ?? 0).toBe(0);
     expect(ledger.states.in_doubt ?? 0).toBe(0);

@@ -1,0 +1,364 @@
+/**
+ * Contract §5's answer table over real loopback HTTP, one row at a time, for quote and for agent
+ * validation: the real CLI runs a generated lead file against a misbehaving partner of the suite's
+ * own (test/helpers/misbehaving-partner.ts, a proxy in front of a real sandbox). Each class must end
+ * in the state and exit code the table gives, no lead may reach the partner twice (also after the
+ * partner recovers and the job is run again), and nothing may follow a redirect.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { SandboxHandle } from '../../src/sandbox/index.js';
+import { runCli, type CliResult } from '../helpers/cli.js';
+import { startMisbehavingPartner, type Behaviour, type MisbehavingPartner, type RequestInfo } from '../helpers/misbehaving-partner.js';
+import { makeTempDir, type TempDir } from '../helpers/temp-dir.js';
+import { generateLeads, MAPPING_CSV, readLedger } from '../pipeline/_setup.js';
+import { CANARY_KEY, expectedStateOf, expectNoSecrets, startCanarySandbox } from './_shared.js';
+
+const ROWS = 30;
+/** Rows of the generated file that are sent (the others are invalid, duplicates or blocked agents). */
+const SENT_STATES = new Set(['succeeded', 'rejected']);
+
+let files: TempDir;
+let csv: string;
+let sandbox: SandboxHandle;
+let partner: MisbehavingPartner | undefined;
+let trap: { server: Server; url: string; hits: number };
+let tmp: TempDir;
+let runs = 0;
+
+beforeAll(async () => {
+  files = makeTempDir('quote-batch-answers-');
+  const generated = generateLeads(files.dir, ROWS, 41);
+  csv = generated.csv;
+  sandbox = await startCanarySandbox({}, 7, generated.agents);
+  // Where redirects point: it must never be reached.
+  const server = createServer((_req, res) => {
+    trap.hits += 1;
+    res.end('{}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  trap = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits: 0 };
+});
+
+afterAll(async () => {
+  await sandbox.close();
+  await new Promise<void>((resolve) => trap.server.close(() => resolve()));
+  files.cleanup();
+});
+
+afterEach(async () => {
+  await partner?.close();
+  partner = undefined;
+  tmp?.cleanup();
+});
+
+/** A fresh partner (proxy) and ledger for one test. */
+async function setUp(script: (request: RequestInfo) => Behaviour): Promise<{ ledger: string }> {
+  tmp = makeTempDir('quote-batch-answers-run-');
+  sandbox.reset();
+  trap.hits = 0;
+  partner = await startMisbehavingPartner(sandbox.url, script);
+  return { ledger: tmp.path(`run-${(runs += 1)}.db`) };
+}
+
+function run(ledger: string, extra: readonly string[] = []): Promise<CliResult> {
+  if (partner === undefined) throw new Error('no partner');
+  return runCli(
+    ['run', csv, '--mapping', MAPPING_CSV, '--base-url', partner.url, '--env', 'sandbox', '--ledger', ledger, '--quiet', '--concurrency', '1', ...extra],
+    { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY }, timeoutMs: 90_000 },
+  );
+}
+
+interface Row {
+  row_number: number;
+  state: string;
+  error_code: string | null;
+  error_message: string | null;
+  http_status: number | null;
+  input_issues_json: string | null;
+  row_key: string | null;
+}
+
+function rows(ledger: string): Row[] {
+  const db = new Database(ledger, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare('SELECT row_number, state, error_code, error_message, http_status, input_issues_json, row_key FROM rows ORDER BY row_number').all() as Row[];
+  } finally {
+    db.close();
+  }
+}
+
+/** The row numbers whose quote is sent (in file order): with --concurrency 1 the n-th quote is the n-th of these. */
+const sentRows = Array.from({ length: ROWS }, (_, i) => i + 1).filter((n) => SENT_STATES.has(expectedStateOf(n)));
+
+/** After the partner recovers: the job completes, every row in its expected state, no lead twice. */
+async function expectRecovery(ledger: string): Promise<void> {
+  if (partner === undefined) throw new Error('no partner');
+  partner.setScript(() => ({ kind: 'forward' }));
+  const again = await run(ledger);
+  expect(again.stderr).not.toMatch(/internal error/);
+  expect(again.code).toBe(1); // the generated file holds rows to fix
+  for (const row of rows(ledger)) expect(`${row.row_number}:${row.state}`).toBe(`${row.row_number}:${expectedStateOf(row.row_number)}`);
+  expect(partner.duplicateLeads()).toEqual([]);
+  expect(sandbox.stats().duplicateLeads).toEqual([]);
+  expect(readLedger(ledger).jobs.at(-1)?.status).toBe('completed');
+}
+
+describe('quote answers (contract §5)', () => {
+  it('2xx: success, an unreadable body (succeeded, with a warning), status failed/error (rejected with the message)', async () => {
+    const quoteBehaviour = (n: number): Behaviour => {
+      if (n === 2) return { kind: 'forward-then-answer', status: 200, body: '<html><body>OK</body></html>', headers: { 'content-type': 'text/html' } };
+      if (n === 3) return { kind: 'forward-then-answer', status: 200, body: '{"status":"failed","message":"Lead refused by the rules engine","error_code":"rules_refused"}' };
+      if (n === 4) return { kind: 'forward-then-answer', status: 201, body: '{"status":"error","message":"Duplicate lead"}' };
+      if (n === 5) return { kind: 'forward-then-answer', status: 200, body: '' };
+      return { kind: 'forward' };
+    };
+    const { ledger } = await setUp((r) => (r.operation === 'quote' ? quoteBehaviour(r.n) : { kind: 'forward' }));
+    const result = await run(ledger);
+    expect(result.code).toBe(1);
+    const byRow = new Map(rows(ledger).map((r) => [r.row_number, r]));
+    const [, unreadable, failed, errored, empty] = sentRows.map((n) => byRow.get(n));
+    expect(unreadable).toMatchObject({ state: 'succeeded', http_status: 200 });
+    expect(unreadable?.input_issues_json).toMatch(/unreadable_answer/);
+    expect(empty).toMatchObject({ state: 'succeeded' });
+    expect(empty?.input_issues_json).toMatch(/unreadable_answer/);
+    expect(failed).toMatchObject({ state: 'rejected', error_code: 'rules_refused', error_message: 'Lead refused by the rules engine' });
+    expect(errored).toMatchObject({ state: 'rejected', error_code: 'answer_error', error_message: 'Duplicate lead' });
+    expect(partner?.duplicateLeads()).toEqual([]);
+    expect(readLedger(ledger).jobs[0]?.status).toBe('completed');
+  });
+
+  it('400, 409, 413, 422 and another 4xx: rejected, the run goes on and completes (exit 1)', async () => {
+    const statuses = [400, 409, 413, 422, 418];
+    const { ledger } = await setUp((r) => {
+      const status = r.operation === 'quote' ? statuses[r.n - 1] : undefined;
+      return status === undefined ? { kind: 'forward' } : { kind: 'answer', status, body: `{"status":"failed","message":"refused with ${status}"}` };
+    });
+    const result = await run(ledger);
+    expect(result.code).toBe(1);
+    const byRow = new Map(rows(ledger).map((r) => [r.row_number, r]));
+    statuses.forEach((status, i) => expect(byRow.get(sentRows[i] ?? 0)).toMatchObject({ state: 'rejected', http_status: status }));
+    expect(partner?.received.quote).toBe(sentRows.length);
+    expect(readLedger(ledger).jobs[0]?.status).toBe('completed');
+  });
+
+  it.each([
+    [401, {}], [403, {}], [404, {}], [405, { allow: 'GET' }], [301, {}], [302, {}], [307, {}], [308, {}],
+  ] as const)('%i: the row stays pending, the run halts at once (exit 3), nothing follows a redirect; a later run completes', async (status, headers) => {
+    const location: Record<string, string> = status >= 300 && status < 400 ? { location: `${trap.url}/partner/v2/policy/quote` } : {};
+    const { ledger } = await setUp((r): Behaviour =>
+      r.operation === 'quote' && r.n === 3 ? { kind: 'answer', status, body: status === 403 ? '{"message":"Forbidden"}' : '<html>gateway</html>', headers: { ...headers, ...location } } : { kind: 'forward' },
+    );
+    const result = await run(ledger);
+    expect(result.code).toBe(3);
+    expect(result.stderr).toMatch(/error: halting: the partner (refused the API key|answered \d{3})/);
+    expect(partner?.received.quote).toBe(3);
+    expect(trap.hits).toBe(0);
+    const byRow = new Map(rows(ledger).map((r) => [r.row_number, r]));
+    expect(byRow.get(sentRows[0] ?? 0)?.state).toBe('succeeded');
+    expect(byRow.get(sentRows[2] ?? 0)).toMatchObject({ state: 'pending', http_status: status });
+    expect([...byRow.values()].filter((r) => r.state === 'rejected')).toEqual([]);
+    expect(readLedger(ledger).runs.at(-1)?.status).toBe('halted');
+    await expectRecovery(ledger);
+  });
+
+  it('a key revoked mid-run: the first rows succeed, the rest stay pending, and the next run sends only those', async () => {
+    const { ledger } = await setUp((r) => (r.operation === 'quote' && r.n >= 6 ? { kind: 'answer', status: 403, body: '{"message":"Forbidden"}' } : { kind: 'forward' }));
+    const result = await run(ledger);
+    expect(result.code).toBe(3);
+    expect(result.stdout).toMatch(/exit 3: job not completed: the partner refused the API key/);
+    const states = readLedger(ledger).states;
+    expect(states.succeeded).toBe(5);
+    expect(states.rejected ?? 0).toBe(0);
+    await expectRecovery(ledger);
+    expect(partner?.received.quote).toBe(sentRows.length + 1); // the refused one, then each lead once
+  });
+
+  it('429, 500, 502, 503, 504: retried (honouring Retry-After), then the row succeeds', async () => {
+    const statuses = [429, 500, 502, 503, 504];
+    const firstTry = new Set<string>();
+    const { ledger } = await setUp((r): Behaviour => {
+      if (r.operation !== 'quote') return { kind: 'forward' };
+      const i = firstTry.size;
+      if (i < statuses.length && !firstTry.has(r.body)) {
+        firstTry.add(r.body);
+        const status = statuses[i] as number;
+        return { kind: 'answer', status, body: '{"status":"failed","message":"try later"}', headers: status === 429 ? { 'retry-after': '1' } : {} };
+      }
+      return { kind: 'forward' };
+    });
+    const result = await run(ledger, ['--max-attempts', '3']);
+    expect(result.code).toBe(1);
+    const db = new Database(ledger, { readonly: true, fileMustExist: true });
+    const retried = db.prepare("SELECT http_status FROM attempts WHERE kind = 'quote' AND http_status != 200 AND http_status != 400 ORDER BY id").all() as { http_status: number }[];
+    db.close();
+    expect(retried.map((a) => a.http_status)).toEqual(statuses);
+    expect(partner?.duplicateLeads()).toEqual([]);
+    for (const row of rows(ledger)) expect(row.state).toBe(expectedStateOf(row.row_number));
+  });
+
+  it('retryable failures that outlast the attempts leave the row failed (exit 3); the next run sends it again', async () => {
+    const failing = new Set<string>();
+    const { ledger } = await setUp((r) => {
+      if (r.operation !== 'quote') return { kind: 'forward' };
+      const key = /"click_id":"([^"]+)"/.exec(r.body)?.[1] ?? '';
+      if (failing.size < 3 && !failing.has(key) && r.n % 4 === 0) failing.add(key);
+      return failing.has(key) ? { kind: 'answer', status: 503, body: '{"message":"busy"}' } : { kind: 'forward' };
+    });
+    const result = await run(ledger, ['--max-attempts', '2']);
+    expect(result.code).toBe(3);
+    expect(readLedger(ledger).states.failed).toBe(3);
+    for (const row of rows(ledger).filter((r) => r.state === 'failed')) expect(row).toMatchObject({ http_status: 503 });
+    await expectRecovery(ledger);
+  });
+
+  it.each(['36000', 'Fri, 31 Dec 2100 23:59:59 GMT'])('a Retry-After of %s, over --max-retry-after, halts with the time to come back', async (retryAfter) => {
+    const { ledger } = await setUp((r) =>
+      r.operation === 'quote' && r.n === 2 ? { kind: 'answer', status: 429, body: '{"message":"slow down"}', headers: { 'retry-after': retryAfter } } : { kind: 'forward' },
+    );
+    const started = Date.now();
+    const result = await run(ledger);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(result.code).toBe(3);
+    expect(result.stdout).toMatch(/job not completed: the partner asks to wait \d+h(\d\dm)? \(Retry-After, over --max-retry-after 5m\); run again after \d{4}-\d\d-\d\dT/);
+    expect(partner?.received.quote).toBe(2);
+    expect(rows(ledger).find((r) => r.row_number === sentRows[1])?.state).toBe('pending');
+    await expectRecovery(ledger);
+  });
+
+  it('odd Retry-After values (negative, fractional, words, empty) are read as none: retried after a back-off', async () => {
+    const odd = ['-1', '1.5', 'soon', ''];
+    const throttled = new Set<string>();
+    const { ledger } = await setUp((r): Behaviour => {
+      if (r.operation !== 'quote' || throttled.size >= odd.length || throttled.has(r.body)) return { kind: 'forward' };
+      throttled.add(r.body);
+      return { kind: 'answer', status: 429, body: '', headers: { 'retry-after': odd[throttled.size - 1] ?? '' } };
+    });
+    const result = await run(ledger, ['--max-attempts', '3']);
+    expect(result.code).toBe(1);
+    for (const row of rows(ledger)) expect(row.state).toBe(expectedStateOf(row.row_number));
+  });
+
+  it.each([
+    ['a reset after the body was sent', { kind: 'forward-then', then: 'reset' } as const, 'ECONNRESET'],
+    ['a time-out after the body was sent', { kind: 'forward-then', then: 'hang' } as const, 'ETIMEDOUT'],
+    ['an answer cut off', { kind: 'forward-then', then: 'cut' } as const, 'ECONNRESET'],
+  ])('%s: in_doubt, never resent blindly', async (_name, behaviour, code) => {
+    const { ledger } = await setUp((r) => (r.operation === 'quote' && r.n === 2 ? behaviour : { kind: 'forward' }));
+    const result = await run(ledger, ['--timeout', '1500']);
+    expect(result.code).toBe(3);
+    const doubtful = rows(ledger).filter((r) => r.state === 'in_doubt');
+    expect(doubtful.map((r) => r.row_number)).toEqual([sentRows[1]]);
+    expect(doubtful[0]?.error_code).toBe(code);
+    const again = await run(ledger);
+    expect(again.code).toBe(3);
+    expect(partner?.received.quote).toBe(sentRows.length);
+    expect(partner?.duplicateLeads()).toEqual([]);
+  });
+});
+
+describe('agent validation answers (contract §4, §5)', () => {
+  it('a 200 that is not a readable result (not JSON, status error, no data) is retried, never stored as "not valid"', async () => {
+    const bad = ['<html>maintenance</html>', '{"status":"error","message":"upstream timeout","data":{"is_valid":false}}', '{"status":"success","message":"ok"}'];
+    const { ledger } = await setUp((r) => {
+      const body = r.operation === 'validate' && r.n <= bad.length ? bad[r.n - 1] : undefined;
+      return body === undefined ? { kind: 'forward' } : { kind: 'answer', status: 200, body };
+    });
+    const result = await run(ledger, ['--max-attempts', '5']);
+    expect(result.code).toBe(1);
+    for (const row of rows(ledger)) expect(row.state).toBe(expectedStateOf(row.row_number));
+    const db = new Database(ledger, { readonly: true, fileMustExist: true });
+    const agents = db.prepare('SELECT email, is_valid, message FROM agents').all() as { email: string; is_valid: number; message: string }[];
+    db.close();
+    expect(agents.map((a) => a.message)).not.toContain('upstream timeout');
+    expect(agents.filter((a) => a.is_valid === 0).every((a) => /not match|not found/.test(a.message))).toBe(true);
+  });
+
+  it('an agent whose answers stay unreadable: its rows are failed (retried next run), not agent_invalid; a healthy partner then quotes them', async () => {
+    const { ledger } = await setUp((r) => (r.operation === 'validate' ? { kind: 'answer', status: 200, body: '{"status":"success","message":"ok"}' } : { kind: 'forward' }));
+    const result = await run(ledger, ['--max-attempts', '2', '--max-consecutive-failures', '1000']);
+    expect(result.code).toBe(3);
+    const states = readLedger(ledger).states;
+    expect(states.agent_invalid ?? 0).toBe(0);
+    expect(states.failed).toBeGreaterThan(0);
+    expect(partner?.received.quote).toBe(0);
+    await expectRecovery(ledger);
+  });
+
+  it('is_valid true without agent_id: valid; quotes are sent without channel.agent_id, with a warning', async () => {
+    const { ledger } = await setUp((r) =>
+      r.operation === 'validate' && !r.body.includes('casey.hold') && !r.body.includes('unknown')
+        ? { kind: 'forward-then-answer', status: 200, body: '{"status":"success","message":"User verification success","data":{"is_valid":true}}' }
+        : { kind: 'forward' },
+    );
+    const result = await run(ledger);
+    expect(result.stderr).toMatch(/warning: an agent is valid but the partner gave no agent id/);
+    const quotes = partner?.requests.filter((r) => r.operation === 'quote') ?? [];
+    expect(quotes.length).toBeGreaterThan(0);
+    expect(quotes.every((q) => (q.body as { channel?: { agent_id?: unknown } }).channel?.agent_id === undefined)).toBe(true);
+    expect(rows(ledger).filter((r) => r.error_message === 'User verification success')).toEqual([]);
+    expect(result.code).toBe(1);
+  });
+
+  it('400: the row is invalid', async () => {
+    const { ledger } = await setUp((r) => (r.operation === 'validate' && r.n === 1 ? { kind: 'answer', status: 400, body: '{"status":"error","message":"email is not valid"}' } : { kind: 'forward' }));
+    const result = await run(ledger);
+    expect(result.code).toBe(1);
+    const invalid = rows(ledger).filter((r) => r.state === 'invalid' && r.http_status === 400);
+    expect(invalid.length).toBeGreaterThan(0);
+    expect(invalid[0]?.error_message).toMatch(/email is not valid/);
+  });
+
+  it.each([401, 403, 404, 405, 302])('%i: the run halts before any quote; rows stay pending; a later run completes', async (status) => {
+    const headers: Record<string, string> = status === 302 ? { location: trap.url } : {};
+    const { ledger } = await setUp((r): Behaviour =>
+      r.operation === 'validate' ? { kind: 'answer', status, body: '{"status":"error","message":"Forbidden"}', headers } : { kind: 'forward' },
+    );
+    const result = await run(ledger);
+    expect(result.code).toBe(3);
+    expect(partner?.received.quote).toBe(0);
+    expect(trap.hits).toBe(0);
+    // Only rows read ahead are recorded: pending, or invalid when they could not be mapped.
+    expect(Object.keys(readLedger(ledger).states).filter((s) => s !== 'pending' && s !== 'invalid')).toEqual([]);
+    expect(readLedger(ledger).runs.at(-1)?.status).toBe('halted');
+    await expectRecovery(ledger);
+  });
+
+  it('500 and resets are retried, then the rows succeed', async () => {
+    const { ledger } = await setUp((r) => {
+      if (r.operation !== 'validate' || r.n > 2) return { kind: 'forward' };
+      return r.n === 1 ? { kind: 'answer', status: 500, body: '{"status":"error","message":"Internal server error"}' } : { kind: 'forward-then', then: 'reset' };
+    });
+    const result = await run(ledger);
+    expect(result.code).toBe(1);
+    for (const row of rows(ledger)) expect(row.state).toBe(expectedStateOf(row.row_number));
+  });
+});
+
+describe('the key echoed back', () => {
+  it.each(['raw', 'json-escaped', 'url-encoded', 'all'] as const)('%s: in no ledger byte, log line, summary, report or export', async (form) => {
+    const { ledger } = await setUp((r) =>
+      r.operation === 'quote' && r.n % 2 === 0
+        ? { kind: 'forward-then-echo-key', form }
+        : r.operation === 'validate' ? { kind: 'forward-then-echo-key', form } : { kind: 'forward' },
+    );
+    const result = await run(ledger);
+    expect(result.code).toBe(1);
+    const outputs = [result];
+    for (const args of [['report', '--format', 'json'], ['report', '--format', 'html'], ['report', '--format', 'csv'], ['report'], ['export'], ['export', '--format', 'ndjson']]) {
+      const out = await runCli([...args, '--ledger', ledger], { cwd: tmp.dir });
+      expect(out.code, args.join(' ')).toBe(0);
+      outputs.push(out);
+    }
+    expect(outputs.some((o) => o.stdout.includes('[redacted]'))).toBe(true);
+    const encoded = [
+      encodeURIComponent(CANARY_KEY).toLowerCase(),
+      [...CANARY_KEY].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''),
+      [...Buffer.from(CANARY_KEY)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join(''),
+    ];
+    expectNoSecrets(form, outputs, ledger, encoded);
+    for (const o of outputs) expect(o.stdout.toLowerCase() + o.stderr.toLowerCase()).not.toContain(CANARY_KEY.toLowerCase());
+  });
+});
