@@ -1,0 +1,122 @@
+/**
+ * A partner that stops answering, and one that answers far too much: the run must give up on a dead
+ * partner quickly and visibly, with few rows in doubt, and keep its memory and ledger small whatever
+ * the partner sends (issue 9: "memory flat whatever the partner sends").
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SandboxHandle } from '../../src/sandbox/index.js';
+import { startCli, type CliResult } from '../helpers/cli.js';
+import { startMisbehavingPartner, type MisbehavingPartner } from '../helpers/misbehaving-partner.js';
+import { makeTempDir, type TempDir } from '../helpers/temp-dir.js';
+import { generateLeads, MAPPING_CSV, readLedger } from '../pipeline/_setup.js';
+import { CANARY_KEY, expectNoSecrets, startCanarySandbox } from './_shared.js';
+
+let files: TempDir;
+let csv: string;
+let sandbox: SandboxHandle;
+
+beforeAll(async () => {
+  files = makeTempDir('quote-batch-dead-');
+  const generated = generateLeads(files.dir, 240, 43);
+  csv = generated.csv;
+  sandbox = await startCanarySandbox({}, 7, generated.agents);
+});
+
+afterAll(async () => {
+  await sandbox.close();
+  files.cleanup();
+});
+
+/** Runs the CLI, sampling its peak RSS (VmHWM) from /proc while it lives. */
+async function runMeasured(args: readonly string[], timeoutMs: number): Promise<{ result: CliResult; peakRssMb: number; ms: number }> {
+  const started = Date.now();
+  const { child, done } = startCli(args, { cwd: files.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY }, timeoutMs });
+  let peakKb = 0;
+  const timer = setInterval(() => {
+    try {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const hwm = /VmHWM:\s+(\d+) kB/.exec(status);
+      if (hwm !== null) peakKb = Math.max(peakKb, Number(hwm[1]));
+    } catch {
+      // Not started yet, or already gone.
+    }
+  }, 50);
+  const result = await done;
+  clearInterval(timer);
+  return { result, peakRssMb: peakKb / 1024, ms: Date.now() - started };
+}
+
+describe('a partner that accepts connections and never answers', () => {
+  let partner: MisbehavingPartner;
+  afterAll(async () => {
+    await partner.close();
+  });
+
+  it('stops sending, probes with agent validation, warns, and exits 3 after --max-outage with at most 2 × concurrency rows in doubt', async () => {
+    const CONCURRENCY = 8;
+    // Healthy for the first 20 quotes, then it takes every request and never answers.
+    let dead = false;
+    partner = await startMisbehavingPartner(sandbox.url, (r) => {
+      if (r.operation === 'quote' && r.n > 20) dead = true;
+      if (!dead) return { kind: 'forward' };
+      return r.operation === 'validate' ? { kind: 'hang' } : { kind: 'forward-then', then: 'hang' };
+    });
+    const ledger = files.path('dead.db');
+    const { result, ms } = await runMeasured(
+      ['run', csv, '--mapping', MAPPING_CSV, '--base-url', partner.url, '--env', 'sandbox', '--ledger', ledger,
+        '--concurrency', String(CONCURRENCY), '--timeout', '2000', '--max-outage', '20s'],
+      120_000,
+    );
+    expect(result.code).toBe(3);
+    // Given up soon after --max-outage: not the 20+ minutes of before.
+    expect(ms).toBeGreaterThanOrEqual(20_000);
+    expect(ms).toBeLessThan(60_000);
+    const states = readLedger(ledger).states;
+    expect(states.in_doubt ?? 0).toBeGreaterThanOrEqual(1);
+    expect(states.in_doubt ?? 0).toBeLessThanOrEqual(2 * CONCURRENCY);
+    // Once the breaker opened, only probes (validation) went out: the quotes seen are the healthy
+    // ones and the few sent before it opened.
+    expect(partner.received.quote).toBeLessThanOrEqual(20 + 2 * CONCURRENCY);
+    expect(partner.received.validate).toBeGreaterThan(0);
+    expect(result.stderr).toMatch(/warning: the partner looks down \(quotes\/leads\): \d+ requests in a row got no answer after they were sent .* the run gives up at \S+ \(--max-outage 20s\)/);
+    expect(result.stderr).toMatch(/error: halting: the partner did not recover within --max-outage/);
+    expect(result.stderr).toMatch(/warning: run finished: job not completed: the partner looks down/);
+    expect(result.stdout).toMatch(/in doubt: they may have reached the partner/);
+    expect(readLedger(ledger).runs.at(-1)?.status).toBe('halted');
+    expect(partner.duplicateLeads()).toEqual([]);
+    expectNoSecrets('dead partner', [result], ledger);
+  }, 150_000);
+});
+
+describe('a partner that answers 50 MB to every quote', () => {
+  let partner: MisbehavingPartner;
+  afterAll(async () => {
+    await partner.close();
+  });
+
+  it('reads 1 MiB of each, keeps RSS under 300 MB and the ledger under 50 MB, and records every row', async () => {
+    partner = await startMisbehavingPartner(sandbox.url, (r) => (r.operation === 'quote' ? { kind: 'forward-then-big', bytes: 50 * 1024 * 1024 } : { kind: 'forward' }));
+    const ledger = files.path('big.db');
+    const { result, peakRssMb } = await runMeasured(
+      ['run', csv, '--mapping', MAPPING_CSV, '--base-url', partner.url, '--env', 'sandbox', '--ledger', ledger, '--quiet', '--limit', '200', '--concurrency', '8'],
+      120_000,
+    );
+    expect(result.stderr).not.toMatch(/internal error/);
+    expect(result.code).toBe(3); // --limit: the job is not completed
+    const view = readLedger(ledger);
+    expect(view.rows).toHaveLength(200);
+    expect(view.states.in_doubt ?? 0).toBe(0);
+    expect(view.states.pending ?? 0).toBe(0);
+    expect(peakRssMb).toBeGreaterThan(0);
+    expect(peakRssMb).toBeLessThan(300);
+    const ledgerMb = ['', '-wal', '-shm'].reduce((sum, suffix) => {
+      try {
+        return sum + statSync(ledger + suffix).size / 1024 / 1024;
+      } catch {
+        return sum;
+      }
+    }, 0);
+    expect(ledgerMb).toBeLessThan(50);
+  }, 150_000);
+});
