@@ -147,6 +147,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
           return { client: c.client, baseUrl: c.baseUrl, close: c.close };
         },
         maxOutageMs: settings.maxOutageMs,
+        adaptive: settings.adaptive,
         concurrency,
         limit: settings.limit,
         fresh: settings.fresh,

@@ -79,7 +79,7 @@ export class RunMonitor {
     this.#sample(client, rowsDone());
   }
 
-  /** The limit of the last sample (what the run settled at). */
+  /** The limit of the last sample in which requests were answered (what the run settled at). */
   get lastLimit(): number | null {
     return this.#lastLimit;
   }
@@ -87,7 +87,7 @@ export class RunMonitor {
   #sample(client: PartnerClient, rowsDone: number): void {
     const s = client.takeSample();
     const elapsedMs = performance.now() - this.#startedAt;
-    this.#lastLimit = s.limit;
+    if (s.attempts > 0) this.#lastLimit = s.limit;
     this.ledger.recordRunSample(this.runId, {
       elapsedMs,
       concurrencyLimit: Math.round(s.limit * 100) / 100,

@@ -40,6 +40,8 @@ export interface RunJobOptions {
   connect: (hooks: { onEvent: (event: ClientEvent) => void }) => Promise<PartnerTarget>;
   /** `--max-outage` in ms, for the warning that says when the run will give up. */
   maxOutageMs?: number;
+  /** True when the client's limiter adapts (`--adaptive`): the summary then says where it settled. */
+  adaptive?: boolean;
   concurrency: number;
   /** Process at most this many data rows of the file (the first N). */
   limit?: number | undefined;
@@ -200,7 +202,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         rowsSkipped: runner.rowsSkipped,
         limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null,
         emptyInput,
-        settledLimit: monitor.lastLimit,
+        settledLimit: options.adaptive === true ? monitor.lastLimit : null,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
       };
