@@ -32,7 +32,7 @@ export class WorkPool {
 
   /**
    * Runs `job` now when a worker is free, else queues it. Returns false, without queueing, when
-   * the queue is full. A job must call {@link WorkPool.release} once its work is over.
+   * the queue is full. Whoever runs the job calls {@link WorkPool.release} once its work is over.
    */
   submit(job: () => void): boolean {
     if (this.busy < this.limit) {
