@@ -4,8 +4,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { InvalidArgumentError } from 'commander';
 import { QuoteBatchError } from '../errors.js';
-import { DEFAULT_SANDBOX_API_KEY, DEFAULT_SANDBOX_SEED, startSandbox, type SandboxFaults } from '../sandbox/index.js';
+import {
+  DEFAULT_FAULTS, DEFAULT_SANDBOX_API_KEY, DEFAULT_SANDBOX_SEED, parseRpsSchedule, SCHEDULE_SYNTAX, startSandbox, type SandboxFaults,
+} from '../sandbox/index.js';
 import { parseCount, parseNumberIn, type RegisterCommand } from './context.js';
 
 interface SandboxFlags {
@@ -15,6 +18,7 @@ interface SandboxFlags {
   apiKeyFile?: string;
   seed: number;
   latencyMs?: number;
+  latencySigma?: number;
   jitterMs?: number;
   failRate?: number;
   throttleRate?: number;
@@ -25,6 +29,11 @@ interface SandboxFlags {
   hangRate?: number;
   upstreamErrorRate?: number;
   rpsCap?: number;
+  rpsMode?: SandboxFaults['rpsMode'];
+  rpsBurst?: number;
+  rpsCapSchedule?: string;
+  capacity?: number;
+  queueLimit?: number;
 }
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -56,6 +65,27 @@ function resolveApiKey(flags: SandboxFlags, env: Readonly<Record<string, string 
   return { key: DEFAULT_SANDBOX_API_KEY, source: `the default key "${DEFAULT_SANDBOX_API_KEY}" (set QUOTE_BATCH_API_KEY or --api-key-file to change it)` };
 }
 
+/** Parses `--rps-cap-schedule "0:40,30:20"`; a bad one is a usage error that shows the syntax. */
+function parseSchedule(value: string): string {
+  const parsed = parseRpsSchedule(value);
+  if (!parsed.ok) {
+    throw new InvalidArgumentError(`--rps-cap-schedule expects ${SCHEDULE_SYNTAX}; ${parsed.reason}`);
+  }
+  return value;
+}
+
+function parseRpsMode(value: string): SandboxFaults['rpsMode'] {
+  if (value !== 'window' && value !== 'bucket') throw new InvalidArgumentError(`--rps-mode expects "window" or "bucket", got "${value}"`);
+  return value;
+}
+
+/** The settings that differ from the defaults, as `name=value` (the key is not among them). */
+function describeFaults(faults: SandboxFaults): string[] {
+  return Object.entries(faults)
+    .filter(([name, value]) => value !== DEFAULT_FAULTS[name as keyof SandboxFaults])
+    .map(([name, value]) => `${name}=${String(value)}`);
+}
+
 function waitForStop(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolveStop) => signal.addEventListener('abort', () => resolveStop(), { once: true }));
@@ -71,7 +101,8 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
     .option('--agents <file>', 'known agents, CSV email,agent_id,eligible (default samples/agents.csv)')
     .option('--api-key-file <file>', 'file holding the key to accept (default: QUOTE_BATCH_API_KEY, else "sandbox-key")')
     .option('--seed <n>', 'seed of the fault draws (same seed, same request order → same faults)', parseCount('--seed'), DEFAULT_SANDBOX_SEED)
-    .option('--latency-ms <n>', 'delay before every answer', parseCount('--latency-ms'))
+    .option('--latency-ms <n>', 'delay before every answer (the median with --latency-sigma)', parseCount('--latency-ms'))
+    .option('--latency-sigma <x>', 'log-normal sigma of the latency (0 = fixed)', parseNumberIn('--latency-sigma', 0, 3))
     .option('--jitter-ms <n>', 'extra random delay, up to n ms', parseCount('--jitter-ms'))
     .option('--fail-rate <x>', 'share of requests answered 500/503', rate('--fail-rate'))
     .option('--throttle-rate <x>', 'share of requests answered 429 with Retry-After', rate('--throttle-rate'))
@@ -82,6 +113,11 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
     .option('--hang-rate <x>', 'share of requests processed and never answered', rate('--hang-rate'))
     .option('--upstream-error-rate <x>', 'share of validate requests answered 500 (upstream fault)', rate('--upstream-error-rate'))
     .option('--rps-cap <n>', 'at most n requests per second; the excess is answered 429', parseCount('--rps-cap'))
+    .option('--rps-mode <mode>', 'how the cap counts: "window" (per wall-clock second) or "bucket" (token bucket)', parseRpsMode)
+    .option('--rps-burst <n>', 'token bucket size (default: the cap)', parseCount('--rps-burst'))
+    .option('--rps-cap-schedule <steps>', 'caps over time, "seconds:cap,…" since start, e.g. "0:40,30:20"', parseSchedule)
+    .option('--capacity <n>', 'at most n quote/lead requests worked on at once; the rest queue', parseCount('--capacity'))
+    .option('--queue-limit <n>', `requests that may wait for --capacity; more are answered 503 (default ${DEFAULT_FAULTS.queueLimit})`, parseCount('--queue-limit'))
     .action(async (flags: SandboxFlags) => {
       const { key, source } = resolveApiKey(flags, ctx.io.env, ctx.io.cwd);
       const agentsFile = flags.agents !== undefined ? resolve(ctx.io.cwd, flags.agents) : defaultAgentsFile(ctx.io.cwd);
@@ -90,6 +126,7 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
       }
       const faults: Partial<SandboxFaults> = {
         latencyMs: flags.latencyMs,
+        latencySigma: flags.latencySigma,
         jitterMs: flags.jitterMs,
         failRate: flags.failRate,
         throttleRate: flags.throttleRate,
@@ -100,16 +137,20 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
         hangRate: flags.hangRate,
         upstreamErrorRate: flags.upstreamErrorRate,
         rpsCap: flags.rpsCap,
+        rpsMode: flags.rpsMode,
+        rpsBurst: flags.rpsBurst,
+        rpsCapSchedule: flags.rpsCapSchedule,
+        capacity: flags.capacity,
+        queueLimit: flags.queueLimit,
       };
       const sandbox = await startSandbox({ port: flags.port, host: flags.host, apiKey: key, agentsFile, seed: flags.seed, faults });
-      const active = Object.entries(sandbox.faults())
-        .filter(([name, value]) => value !== 0 && value !== false && name !== 'retryAfterSeconds' && name !== 'retryAfterFormat');
+      const active = describeFaults(sandbox.faults());
       // One write, so that a reader that waits for the address line also has the lines after it.
       ctx.io.out([
         `quote-batch sandbox listening on ${sandbox.url}`,
         `accepting ${source}`,
         `agents from ${agentsFile}`,
-        active.length === 0 ? 'faults: none' : `faults (seed ${flags.seed}): ${active.map(([name, value]) => `${name}=${String(value)}`).join(', ')}`,
+        active.length === 0 ? 'faults: none' : `faults (seed ${flags.seed}): ${active.join(', ')}`,
         `stats at ${sandbox.url}/__sandbox/stats; stop with Ctrl-C`,
         '',
       ].join('\n'));

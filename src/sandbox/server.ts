@@ -1,18 +1,24 @@
 /**
  * The sandbox HTTP server: plain `node:http`, one small function per request, no framework, so
- * that it is never the bottleneck of a benchmark. See docs/sandbox.md for the behaviour.
+ * that it is never the bottleneck of a benchmark. It decides when and whether a request is
+ * answered (faults, the rate cap, the capacity queue, latency); `responses.ts` says what the
+ * answer is. See docs/sandbox.md for the behaviour.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket, AddressInfo } from 'node:net';
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { QuoteBatchError } from '../errors.js';
-import { indexAgents, normaliseEmail, readAgentsFile, type AgentRecord } from './agents.js';
+import { indexAgents, readAgentsFile, type AgentRecord } from './agents.js';
 import {
-  createRandom, DEFAULT_FAULTS, drawFaults, formatRetryAfter, mergeFaults,
+  createNormalRandom, createRandom, DEFAULT_FAULTS, drawDelayMs, drawFaults, formatRetryAfter, mergeFaults,
   type FaultDraws, type SandboxFaults,
 } from './faults.js';
-import { asObject, checkQuoteRequest, computePremium, resolveVehicleCoverage } from './rules.js';
+import { capAt, parseRpsSchedule, RateGate, type RpsStep } from './rate-limit.js';
+import {
+  answerOperation, extractLeadKey, faultAnswer, MAX_BODY_BYTES, validateError, type Answer, type OperationRequest,
+} from './responses.js';
 import { StatsRecorder, type SandboxOperation, type SandboxStats } from './stats.js';
+import { WorkPool } from './work-pool.js';
 
 /** How to start a sandbox. Every member is optional. */
 export interface SandboxOptions {
@@ -52,8 +58,6 @@ export interface SandboxHandle {
 /** The default key accepted when none is configured. */
 export const DEFAULT_SANDBOX_API_KEY = 'sandbox-key';
 export const DEFAULT_SANDBOX_SEED = 1;
-/** Bodies above this size are answered 413 (the partner publishes no limit; 1 MiB is generous for one lead). */
-export const MAX_BODY_BYTES = 1024 * 1024;
 
 const OPERATION_PATHS: ReadonlyMap<string, SandboxOperation> = new Map([
   ['/account/v1/agent/validate', 'validate'],
@@ -61,36 +65,14 @@ const OPERATION_PATHS: ReadonlyMap<string, SandboxOperation> = new Map([
   ['/partner/v2/policy/lead', 'lead'],
 ]);
 
-// Fixed bodies, serialised once.
-const VALIDATE_FORBIDDEN = '{"status":"error","message":"Forbidden"}';
-const PARTNER_FORBIDDEN = '{"message":"Forbidden"}';
-const MSG_VALID = 'User verification success';
-const MSG_NOT_ELIGIBLE = 'The specified user_type does not match the account.';
-const MSG_NOT_FOUND = 'User not found.';
-/** Loose on purpose: every address a client's stricter check accepts must pass here too. */
-const EMAIL_FORMAT = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const QUOTE_NUMBER_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
-
-interface Answer {
-  status: number;
-  body: string;
-  headers?: Record<string, string>;
-}
-
-function validateError(status: number, message: string): Answer {
-  return { status, body: JSON.stringify({ status: 'error', message }) };
-}
-
-function partnerError(status: number, message: string, errorCode: string): Answer {
-  return { status, body: JSON.stringify({ status: 'failed', message, error_code: errorCode }) };
-}
-
-/** The answer of an injected fault, in the operation's error shape. */
-function faultAnswer(operation: SandboxOperation, status: 429 | 500 | 503): Answer {
-  const [message, code] = status === 429
-    ? ['Too many requests', 'rate_limited']
-    : status === 500 ? ['Internal server error', 'server_error'] : ['Service unavailable', 'service_unavailable'];
-  return operation === 'validate' ? validateError(status, message) : partnerError(status, message, code);
+/** One operation request whose body arrived, on its way to an answer. */
+interface Pending {
+  operation: SandboxOperation;
+  res: ServerResponse;
+  /** `performance.now()` when the body arrived: the start of the partner-side latency. */
+  arrivedAtMs: number;
+  /** Drawn at arrival: the service time of work, and the delay of fault answers. */
+  delayMs: number;
 }
 
 /** Refuses anything but loopback: the sandbox accepts a well-known key and must not be reachable from outside. */
@@ -101,20 +83,9 @@ function assertLoopback(host: string): void {
   });
 }
 
-function extractLeadKey(body: unknown): string | undefined {
-  const root = asObject(body);
-  if (root === undefined) return undefined;
-  const click = asObject(root.tracking)?.click_id;
-  if (typeof click === 'string' && click !== '') return click;
-  const channelLead = asObject(root.channel)?.channel_lead_id;
-  return typeof channelLead === 'string' && channelLead !== '' ? channelLead : undefined;
-}
-
-function createQuoteNumber(): string {
-  let out = '';
-  // Ids need to be unique, not reproducible: Math.random is enough and cheap.
-  for (let i = 0; i < 15; i += 1) out += QUOTE_NUMBER_ALPHABET[Math.floor(Math.random() * 36)];
-  return out;
+function scheduleSteps(text: string): RpsStep[] {
+  const parsed = parseRpsSchedule(text);
+  return parsed.ok ? parsed.steps : [];
 }
 
 /** Starts a sandbox on loopback; resolves once it listens. */
@@ -129,15 +100,25 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   if (apiKey.length === 0) throw new QuoteBatchError('E_CONFIG', 'the sandbox API key is empty');
   const agents = indexAgents(options.agents ?? (options.agentsFile !== undefined ? readAgentsFile(options.agentsFile) : []));
   const seed = options.seed ?? DEFAULT_SANDBOX_SEED;
-  let faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
   let random = createRandom(seed);
+  let normal = createNormalRandom(seed);
   const stats = new StatsRecorder();
+  const gate = new RateGate();
+  // Quote and lead share one engine; with no capacity set it only measures the load.
+  const engine = new WorkPool(Number.POSITIVE_INFINITY, 0);
   const timers = new Set<NodeJS.Timeout>();
   const sockets = new Set<Socket>();
   let closed = false;
-  // Fixed one-second windows: cheap, and exact enough for a cap expressed per second.
-  let rpsWindow = 0;
-  let rpsCount = 0;
+  let faults = DEFAULT_FAULTS;
+  let schedule: RpsStep[] = [];
+  applyFaults(mergeFaults(DEFAULT_FAULTS, options.faults ?? {}));
+
+  /** Puts checked settings in force, with what derives from them. */
+  function applyFaults(next: SandboxFaults): void {
+    faults = next;
+    schedule = scheduleSteps(next.rpsCapSchedule);
+    engine.resize(next.capacity > 0 ? next.capacity : Number.POSITIVE_INFINITY, next.queueLimit);
+  }
 
   function isKeyValid(header: string | string[] | undefined): boolean {
     if (typeof header !== 'string') return false;
@@ -154,7 +135,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     res.end(answer.body);
   }
 
-  /** Runs `action` after the configured latency (at once when there is none). */
+  /** Runs `action` after `delayMs` (at once when there is none). */
   function later(delayMs: number, action: () => void): void {
     if (delayMs <= 0) {
       action();
@@ -173,23 +154,25 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     if (socket !== null && !socket.destroyed) socket.resetAndDestroy();
   }
 
-  function answerOperation(operation: SandboxOperation, res: ServerResponse, answer: Answer, delayMs: number): void {
-    later(delayMs, () => {
-      stats.countAnswer(operation, answer.status);
-      send(res, answer);
-    });
+  /** Counts how a request ended (`status` 0: reset or hung) and sends the answer, if any. */
+  function finish(pending: Pending, answer: Answer | undefined): void {
+    if (answer !== undefined) stats.countAnswer(pending.operation, answer.status);
+    if (pending.operation !== 'validate') stats.countEnding(pending.arrivedAtMs, performance.now(), answer?.status ?? 0);
+    if (answer !== undefined) send(pending.res, answer);
   }
 
-  function retryAfterHeaders(seconds?: number): Record<string, string> {
-    const settings = seconds === undefined ? faults : { ...faults, retryAfterSeconds: seconds };
-    return { 'retry-after': formatRetryAfter(settings, Date.now()) };
+  /** An answer given without working on the request, after the drawn delay. */
+  function answerLater(pending: Pending, answer: Answer): void {
+    later(pending.delayMs, () => finish(pending, answer));
+  }
+
+  function retryAfterHeaders(seconds = faults.retryAfterSeconds): Record<string, string> {
+    return { 'retry-after': formatRetryAfter({ ...faults, retryAfterSeconds: seconds }, Date.now()) };
   }
 
   /** Decides and sends the outcome of one operation request whose body has been read. */
-  function handleOperation(
-    operation: SandboxOperation, req: IncomingMessage, res: ServerResponse, text: string, tooLarge: boolean, draws: FaultDraws,
-  ): void {
-    const delayMs = faults.latencyMs + draws.jitter * faults.jitterMs;
+  function handleOperation(pending: Pending, req: IncomingMessage, text: string, tooLarge: boolean, draws: FaultDraws): void {
+    const { operation } = pending;
     let body: unknown;
     let isJson = false;
     if (!tooLarge) {
@@ -202,129 +185,95 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     }
     const leadKey = operation !== 'validate' && isJson ? extractLeadKey(body) : undefined;
     if (leadKey !== undefined) stats.countLeadReceived(leadKey);
+    if (operation !== 'validate') stats.countArrival(pending.arrivedAtMs);
 
-    // Faults that happen before the partner does anything.
+    // What the partner's gateway does before any work: outage, rate cap, injected faults.
     if (faults.outage) {
       stats.faults.outage += 1;
-      answerOperation(operation, res, { ...faultAnswer(operation, 503), headers: retryAfterHeaders() }, delayMs);
+      answerLater(pending, { ...faultAnswer(operation, 503), headers: retryAfterHeaders() });
       return;
     }
-    if (faults.rpsCap > 0) {
-      const window = Math.floor(Date.now() / 1000);
-      if (window !== rpsWindow) {
-        rpsWindow = window;
-        rpsCount = 0;
-      }
-      if (rpsCount >= faults.rpsCap) {
+    const cap = schedule.length === 0 ? faults.rpsCap : capAt(schedule, faults.rpsCap, (pending.arrivedAtMs - stats.epochMs) / 1000);
+    if (cap > 0) {
+      const waitSeconds = gate.admit(faults.rpsMode, cap, faults.rpsBurst, pending.arrivedAtMs, Date.now());
+      if (waitSeconds > 0) {
         stats.faults.rpsCapped += 1;
-        // The next window opens within a second.
-        answerOperation(operation, res, { ...faultAnswer(operation, 429), headers: retryAfterHeaders(1) }, delayMs);
+        // Never less than the configured value, never before the cap admits again.
+        const headers = retryAfterHeaders(Math.max(faults.retryAfterSeconds, waitSeconds));
+        answerLater(pending, { ...faultAnswer(operation, 429), headers });
         return;
       }
-      rpsCount += 1;
     }
     if (draws.resetBefore < faults.resetBeforeRate) {
       stats.faults.resetBefore += 1;
-      later(delayMs, () => reset(res));
+      later(pending.delayMs, () => {
+        finish(pending, undefined);
+        reset(pending.res);
+      });
       return;
     }
     if (draws.fail < faults.failRate) {
       const status = draws.failKind < 0.5 ? 500 : 503;
       if (status === 500) stats.faults.failed500 += 1;
       else stats.faults.failed503 += 1;
-      answerOperation(operation, res, faultAnswer(operation, status), delayMs);
+      answerLater(pending, faultAnswer(operation, status));
       return;
     }
     if (draws.throttle < faults.throttleRate) {
       stats.faults.throttled += 1;
-      answerOperation(operation, res, { ...faultAnswer(operation, 429), headers: retryAfterHeaders() }, delayMs);
+      answerLater(pending, { ...faultAnswer(operation, 429), headers: retryAfterHeaders() });
       return;
     }
 
+    const request: OperationRequest = { operation, keyValid: isKeyValid(req.headers['x-api-key']), body, isJson, tooLarge };
+    // Agent validation is a light look-up: it does not queue for the quote engine.
+    if (operation === 'validate') {
+      work(pending, request, leadKey, draws);
+    } else if (!engine.submit(() => work(pending, request, leadKey, draws))) {
+      stats.faults.queueFull += 1;
+      finish(pending, { ...faultAnswer(operation, 503), headers: retryAfterHeaders() });
+    }
+  }
+
+  /** The partner works on a request for its drawn service time, then answers it (or loses the answer). */
+  function work(pending: Pending, request: OperationRequest, leadKey: string | undefined, draws: FaultDraws): void {
     let answer: Answer;
     try {
-      answer = processOperation(operation, req, body, isJson, tooLarge, draws);
+      answer = answerOperation(request, agents, () => {
+        if (draws.upstream >= faults.upstreamErrorRate) return false;
+        stats.faults.upstreamError += 1;
+        return true;
+      });
     } catch {
       // A bug of the sandbox must still look like a partner answer, not a dropped connection.
-      answer = faultAnswer(operation, 500);
+      answer = faultAnswer(pending.operation, 500);
     }
     if (leadKey !== undefined && (answer.status === 200 || answer.status === 400)) stats.countLeadProcessed(leadKey);
 
-    // Faults that happen after the partner did the work: the caller never learns the outcome.
-    if (draws.resetAfter < faults.resetAfterRate) {
-      stats.faults.resetAfter += 1;
-      later(delayMs, () => reset(res));
-      return;
-    }
-    if (draws.hang < faults.hangRate) {
-      stats.faults.hung += 1;
-      return;
-    }
-    answerOperation(operation, res, answer, delayMs);
+    // Faults after the partner did the work: the caller never learns the outcome.
+    const resetAfter = draws.resetAfter < faults.resetAfterRate;
+    const hang = !resetAfter && draws.hang < faults.hangRate;
+    if (resetAfter) stats.faults.resetAfter += 1;
+    if (hang) stats.faults.hung += 1;
+    later(pending.delayMs, () => {
+      if (resetAfter || hang) {
+        finish(pending, undefined);
+        if (resetAfter) reset(pending.res);
+      } else {
+        stats.recordLatency(pending.operation, pending.arrivedAtMs, performance.now());
+        finish(pending, answer);
+      }
+      if (pending.operation !== 'validate') engine.release();
+    });
   }
 
-  function processOperation(
-    operation: SandboxOperation, req: IncomingMessage, body: unknown, isJson: boolean, tooLarge: boolean, draws: FaultDraws,
-  ): Answer {
-    if (operation === 'validate') {
-      if (!isKeyValid(req.headers['x-api-key'])) return { status: 403, body: VALIDATE_FORBIDDEN };
-      if (tooLarge) return validateError(413, `Request body exceeds ${MAX_BODY_BYTES} bytes.`);
-      if (!isJson) return validateError(400, 'Request body is not valid JSON.');
-      const root = asObject(body);
-      if (root === undefined) return validateError(400, 'Request body must be a JSON object.');
-      const email = root.email;
-      if (email === undefined || email === null || email === '') return validateError(400, 'email is required.');
-      if (typeof email !== 'string' || !EMAIL_FORMAT.test(email.trim())) {
-        return validateError(400, 'email is not a valid e-mail address.');
-      }
-      if (draws.upstream < faults.upstreamErrorRate) {
-        stats.faults.upstreamError += 1;
-        return validateError(500, 'Internal server error');
-      }
-      const agent = agents.get(normaliseEmail(email));
-      const result = agent === undefined
-        ? { status: 'success', message: MSG_NOT_FOUND, data: { is_valid: false } }
-        : agent.eligible
-          ? { status: 'success', message: MSG_VALID, data: { is_valid: true, agent_id: agent.agentId } }
-          : { status: 'success', message: MSG_NOT_ELIGIBLE, data: { is_valid: false } };
-      return { status: 200, body: JSON.stringify(result) };
-    }
-
-    if (!isKeyValid(req.headers['x-api-key'])) return { status: 403, body: PARTNER_FORBIDDEN };
-    if (tooLarge) return partnerError(413, `Request body exceeds ${MAX_BODY_BYTES} bytes.`, 'payload_too_large');
-    if (!isJson) return partnerError(400, 'Request body is not valid JSON.', 'invalid_request');
-    const violation = checkQuoteRequest(body);
-    if (violation !== undefined) return partnerError(400, violation.message, violation.errorCode);
-    return { status: 200, body: JSON.stringify(buildSuccess(operation, body as Record<string, unknown>)) };
-  }
-
-  function buildSuccess(operation: SandboxOperation, root: Record<string, unknown>): Record<string, unknown> {
-    const application = asObject(root.application) ?? {};
-    const { coverage, issues } = resolveVehicleCoverage(application);
-    const transactionId = randomUUID();
-    const channelId = String(asObject(root.channel)?.channel_id ?? '');
-    const clickId = extractLeadKey(root) ?? '';
-    const participation = asObject(application.ubi)?.participation_option;
-    const out: Record<string, unknown> = {
-      status: 'success',
-      message: 'Processed successfully.',
-      transaction_id: transactionId,
-      ubi: { participation_option: typeof participation === 'string' ? participation : 'monthly_adjust' },
-    };
-    if (operation === 'quote') {
-      out.quote = { quote_number: createQuoteNumber(), premium_summary: computePremium(application, coverage) };
-    }
-    out.bridge_urls = {
-      consumer_bridge_url: `https://bridge.sandbox.invalid/quote?sub4=${transactionId}&partner=${encodeURIComponent(channelId)}&sub1=${encodeURIComponent(clickId)}`,
-      agent_bridge_url: `https://agents.sandbox.invalid/quote?transactionId=${transactionId}`,
-    };
-    if (issues.length > 0) out.input_issues = issues;
-    return out;
+  function snapshot(): SandboxStats {
+    return stats.snapshot(engine.stats());
   }
 
   function handleAdmin(path: string, req: IncomingMessage, res: ServerResponse, text: string): void {
     if (path === '/__sandbox/stats' && req.method === 'GET') {
-      send(res, { status: 200, body: JSON.stringify(stats.snapshot()) });
+      send(res, { status: 200, body: JSON.stringify(snapshot()) });
     } else if (path === '/__sandbox/reset' && req.method === 'POST') {
       resetState();
       send(res, { status: 200, body: '{"status":"ok"}' });
@@ -332,7 +281,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       send(res, { status: 200, body: JSON.stringify(faults) });
     } else if (path === '/__sandbox/faults' && req.method === 'POST') {
       try {
-        faults = mergeFaults(faults, JSON.parse(text === '' ? '{}' : text));
+        applyFaults(mergeFaults(faults, JSON.parse(text === '' ? '{}' : text)));
         send(res, { status: 200, body: JSON.stringify(faults) });
       } catch (error) {
         send(res, validateError(400, error instanceof Error ? error.message : String(error)));
@@ -346,8 +295,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   function resetState(): void {
     stats.reset();
     random = createRandom(seed);
-    rpsWindow = 0;
-    rpsCount = 0;
+    normal = createNormalRandom(seed);
+    gate.reset();
+    engine.resetPeaks();
   }
 
   const server = createServer((req, res) => {
@@ -370,6 +320,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     }
     // Draw at arrival, in arrival order, so that a sequential caller sees a reproducible sequence.
     const draws = operation === undefined ? undefined : drawFaults(random);
+    const delayMs = draws === undefined ? 0 : drawDelayMs(faults, draws.jitter, normal);
     if (operation !== undefined) stats.countReceived(operation);
 
     const chunks: Buffer[] = [];
@@ -386,7 +337,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       const tooLarge = size > MAX_BODY_BYTES;
       const text = tooLarge ? '' : chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
       if (operation === undefined || draws === undefined) handleAdmin(path, req, res, text);
-      else handleOperation(operation, req, res, text, tooLarge, draws);
+      else handleOperation({ operation, res, arrivedAtMs: performance.now(), delayMs }, req, text, tooLarge, draws);
     });
   });
   // Node's default 5 s keep-alive time-out races with clients that reuse an idle socket just as
@@ -419,17 +370,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   return {
     url,
     port: address.port,
-    stats: () => stats.snapshot(),
+    stats: snapshot,
     reset: resetState,
-    setFaults: (partial) => {
-      faults = mergeFaults(faults, partial);
-    },
+    setFaults: (partial) => applyFaults(mergeFaults(faults, partial)),
     faults: () => ({ ...faults }),
     close: () => {
       if (closed) return Promise.resolve();
       closed = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
+      engine.clear();
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

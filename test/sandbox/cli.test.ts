@@ -99,6 +99,39 @@ describe('quote-batch sandbox', () => {
     expect(running.stdout()).not.toContain('file-secret-42b1');
   });
 
+  it('applies the load flags of a benchmark profile and prints them', async () => {
+    const running = await spawnSandbox([
+      '--port', '0', '--agents', AGENTS_FILE, '--latency-ms', '200', '--latency-sigma', '0.43', '--rps-mode', 'bucket',
+      '--rps-burst', '5', '--rps-cap-schedule', '0:40, 30:20', '--capacity', '16', '--queue-limit', '64',
+    ]);
+    try {
+      const faults = await (await fetch(`${running.url}/__sandbox/faults`)).json();
+      expect(faults).toMatchObject({
+        latencyMs: 200, latencySigma: 0.43, rpsMode: 'bucket', rpsBurst: 5, rpsCapSchedule: '0:40,30:20', capacity: 16, queueLimit: 64,
+      });
+      expect(running.stdout()).toContain(
+        'faults (seed 1): latencyMs=200, latencySigma=0.43, rpsMode=bucket, rpsBurst=5, rpsCapSchedule=0:40,30:20, capacity=16, queueLimit=64',
+      );
+    } finally {
+      running.child.kill('SIGTERM');
+    }
+    expect(await running.exit).toBe(0);
+  });
+
+  it.each([
+    [['--rps-cap-schedule', '0:40,30'], /--rps-cap-schedule expects "seconds:cap,…" .*; "30" is not seconds:cap/],
+    [['--rps-cap-schedule', '30:20,0:40'], /seconds must increase, got 30 then 0/],
+    [['--rps-mode', 'tokens'], /--rps-mode expects "window" or "bucket", got "tokens"/],
+    [['--latency-sigma', '-1'], /--latency-sigma expects a number from 0 to 3/],
+    [['--capacity', '1.5'], /--capacity expects a non-negative integer/],
+  ])('exits 2 naming the flag for %j', (args, message) => {
+    const result = spawnSync(process.execPath, [BIN, 'sandbox', '--agents', AGENTS_FILE, ...args], {
+      cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 20_000,
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(message);
+  });
+
   it('exits 2 with a one-line error for a missing agents file, a bad flag or a public host', () => {
     const missing = spawnSync(process.execPath, [BIN, 'sandbox', '--port', '0', '--agents', 'absent.csv'], {
       cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 20_000,

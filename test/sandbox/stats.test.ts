@@ -54,6 +54,35 @@ describe('stats', () => {
     expect(stats).toEqual(sandbox.stats());
   });
 
+  it('reports since when it counts, per-second quote/lead endings, latency per operation and the engine load', async () => {
+    const before = Date.now();
+    sandbox.reset();
+    await post(sandbox.url, VALIDATE, { email: 'valid.agent@example.com' });
+    await post(sandbox.url, QUOTE, readFixture('quote-valid'));
+    await post(sandbox.url, QUOTE, readFixture('state-not-supported'));
+    await post(sandbox.url, LEAD, readFixture('lead-valid'), 'wrong-key');
+    const stats = await fetchStats();
+    expect(Date.parse(stats.since)).toBeGreaterThanOrEqual(before - 1);
+    expect(Date.parse(stats.since)).toBeLessThanOrEqual(Date.now());
+    // Quote and lead only; 400 and 403 are errors. Four requests in a row fit in a second or two.
+    const totals = stats.perSecond.reduce(
+      (sum, s) => ({ received: sum.received + s.received, accepted: sum.accepted + s.accepted, throttled: sum.throttled + s.throttled, errors: sum.errors + s.errors }),
+      { received: 0, accepted: 0, throttled: 0, errors: 0 },
+    );
+    expect(totals).toEqual({ received: 3, accepted: 1, throttled: 0, errors: 2 });
+    expect(stats.perSecond.map((s) => s.second)).toEqual(stats.perSecond.map((_, i) => i));
+    expect(stats.latencyMs.validate.count).toBe(1);
+    expect(stats.latencyMs.quote.count).toBe(2);
+    expect(stats.latencyMs.lead.count).toBe(1);
+    expect(stats.latencyMs.quote.p50).toBeGreaterThan(0);
+    expect(stats.latencyMs.quote.p99).toBeLessThanOrEqual(stats.latencyMs.quote.max);
+    expect(stats.capacity).toEqual({ busy: 0, queued: 0, peakBusy: 1, peakQueued: 0 });
+    sandbox.reset();
+    const cleared = await fetchStats();
+    expect(cleared.perSecond).toEqual([]);
+    expect(cleared.latencyMs.quote).toEqual({ count: 0, mean: 0, p50: 0, p90: 0, p99: 0, max: 0 });
+  });
+
   it('counts per lead key: click_id, else channel.channel_lead_id; duplicates are processed more than once', async () => {
     await post(sandbox.url, QUOTE, withClickId('quote-valid', 'lead-a'));
     await post(sandbox.url, QUOTE, withClickId('quote-valid', 'lead-a'));
