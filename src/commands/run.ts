@@ -64,7 +64,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     .option('--resend-in-doubt', 'also resend rows left in_doubt (they may have reached the partner)')
     .addOption(new Option('--store-requests <mode>', 'how much of each request the ledger keeps (default masked)').choices(STORE_REQUESTS))
     .option('--max-consecutive-failures <n>', 'consecutive transient failures of one operation that open the circuit breaker (default 10)', parseNumberIn('--max-consecutive-failures', 1, 1e6, true))
-    .option('--max-outage <duration>', 'halt (exit 3) when the partner has not recovered this long after the breaker opened, e.g. 90s, 10m (default 10m)', parseDurationFlag('--max-outage'))
+    .option('--max-outage <duration>', 'halt (exit 3) when the partner has not recovered this long after the breaker opened, e.g. 90s, 10m; 0 = wait for ever (default 10m)', parseDurationFlag('--max-outage', 0))
     .option('--max-retry-after <duration>', 'a Retry-After longer than this halts the run instead of waiting (default 5m)', parseDurationFlag('--max-retry-after', 0))
     .option('--max-runtime <duration>', 'stop like SIGTERM once the run has lasted this long, e.g. 2h (default: none)', parseDurationFlag('--max-runtime'))
     .option('--adaptive', "adapt the requests in flight to the partner's answers, up to --concurrency (default)")
@@ -119,7 +119,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     const onStop = (): void => stop.abort(ctx.stop.reason);
     if (ctx.stop.aborted) onStop();
     else ctx.stop.addEventListener('abort', onStop, { once: true });
-    const runtime = settings.maxRuntimeMs === undefined ? undefined : setTimeout(() => {
+    // Beyond what a timer holds (about 24.8 days) there is no limit to apply.
+    const runtime = settings.maxRuntimeMs === undefined || settings.maxRuntimeMs > 2 ** 31 - 1 ? undefined : setTimeout(() => {
       logger.warn(`--max-runtime ${formatDuration(settings.maxRuntimeMs ?? 0)} reached: finishing requests in flight, then stopping`, { event: 'max_runtime' });
       stop.abort(`stopped after --max-runtime ${formatDuration(settings.maxRuntimeMs ?? 0)}`);
     }, settings.maxRuntimeMs);

@@ -26,6 +26,8 @@ const AUTH_STATUSES: ReadonlySet<number> = new Set([401, 403, 407]);
 const ENDPOINT_STATUSES: ReadonlySet<number> = new Set([404, 405]);
 /** An agent id longer than this is not an id: the answer is unreadable (and would bloat every request). */
 export const MAX_AGENT_ID_LENGTH = 256;
+/** A partner's message is kept up to this length. */
+export const MAX_MESSAGE_LENGTH = 300;
 
 /**
  * How the circuit breaker reads an attempt: `success` (the partner answered sensibly), `failure`
@@ -136,7 +138,7 @@ export function readValidation(body: unknown): ValidationResult | undefined {
   return {
     isValid: data.is_valid,
     agentId: data.is_valid && typeof agentId === 'string' && agentId.trim() !== '' ? agentId : undefined,
-    message: readString(body, 'message') ?? '',
+    message: (readString(body, 'message') ?? '').replace(/\s+/g, ' ').trim().slice(0, MAX_MESSAGE_LENGTH),
   };
 }
 

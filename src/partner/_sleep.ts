@@ -1,6 +1,9 @@
 /** How a wait ended: its time passed, or one of its signals fired. */
 export type WaitResult = 'elapsed' | 'aborted';
 
+/** The longest delay `setTimeout` holds (about 24.8 days); longer ones fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * One real 'abort' listener per signal, fanning out to the waiters registered here. Dozens of calls
  * wait on the run's one stop signal at once (back-off, breaker, limiter); each adding a listener of
@@ -74,7 +77,17 @@ export function onAnyAbort(signals: readonly (AbortSignal | undefined)[], callba
  * Waits `ms` milliseconds unless one of `signals` aborts first. Never rejects: the caller branches
  * on the result, because an aborted wait is an outcome here, not an error.
  */
-export function sleep(ms: number, signals: readonly (AbortSignal | undefined)[] = []): Promise<WaitResult> {
+export async function sleep(ms: number, signals: readonly (AbortSignal | undefined)[] = []): Promise<WaitResult> {
+  // A wait longer than a timer holds is waited out in pieces.
+  let left = ms;
+  while (left > MAX_TIMER_MS) {
+    if ((await sleepOnce(MAX_TIMER_MS, signals)) === 'aborted') return 'aborted';
+    left -= MAX_TIMER_MS;
+  }
+  return sleepOnce(left, signals);
+}
+
+function sleepOnce(ms: number, signals: readonly (AbortSignal | undefined)[]): Promise<WaitResult> {
   if (signals.some((s) => s?.aborted === true)) return Promise.resolve('aborted');
   if (ms <= 0) return Promise.resolve('elapsed');
   return new Promise((resolve) => {

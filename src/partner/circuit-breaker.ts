@@ -12,12 +12,14 @@
  * While it is open no call of its operation leaves; the client probes the partner with agent
  * validation (a read, never a quote) at growing intervals and tells the breaker how the probe went.
  * A probe that is answered lets one trial call of the operation through (half-open); its success
- * closes the breaker. A success of any call closes it, which ends the outage.
+ * closes the breaker. A success of any call closes it, which ends the outage. It gives up when the
+ * outage outlasts `maxOutageMs`, or when twice `openAfterInDoubt` sends have ended in doubt since the
+ * outage began (a partner that takes quotes and never answers costs at most that many rows in doubt).
  *
  * Pure state plus waiting: no timers of its own except the give-up deadline, and a clock that tests
  * can inject.
  */
-import { onAnyAbort } from './_sleep.js';
+import { MAX_TIMER_MS, onAnyAbort } from './_sleep.js';
 import type { Clock } from './rate-limiter.js';
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
@@ -62,6 +64,9 @@ export class CircuitBreaker {
   #trialOut = false;
   #deadline: NodeJS.Timeout | undefined;
   #opening: BreakerOpening | null = null;
+  /** Sends in doubt since the outage began (the streak that opened it, late ones, failed trials). */
+  #outageInDoubt = 0;
+  #gaveUpBecause: 'outage' | 'in_doubt' | null = null;
 
   constructor(options: CircuitBreakerOptions) {
     this.#options = { now: () => performance.now(), ...options };
@@ -79,6 +84,11 @@ export class CircuitBreaker {
   /** True once it gave up: open for `maxOutageMs` without recovery. It never closes again. */
   get gaveUp(): boolean {
     return this.#gaveUp.signal.aborted;
+  }
+
+  /** Why it gave up: the outage lasted `maxOutageMs`, or 2 × `openAfterInDoubt` sends ended in doubt. */
+  get gaveUpBecause(): 'outage' | 'in_doubt' | null {
+    return this.#gaveUpBecause;
   }
 
   /** Aborted when it gives up, so that waits end at once. */
@@ -140,6 +150,16 @@ export class CircuitBreaker {
    */
   recordFailure(permit: BreakerPermit, options: { inDoubt?: boolean; detail?: string } = {}): BreakerOpening | null {
     if (this.gaveUp) return null;
+    const { openAfterFailures, openAfterInDoubt } = this.#options;
+    if (this.#state !== 'closed' && options.inDoubt === true) {
+      // A partner that takes requests and never answers may cost at most twice the streak that
+      // opened the breaker in rows in doubt: past that, give up rather than risk more.
+      this.#outageInDoubt += 1;
+      if (openAfterInDoubt > 0 && this.#outageInDoubt >= 2 * openAfterInDoubt) {
+        this.#giveUp('in_doubt');
+        return null;
+      }
+    }
     if (permit.trial) {
       this.#trialOut = false;
       this.#reopen();
@@ -149,7 +169,6 @@ export class CircuitBreaker {
     if (this.#state !== 'closed') return null;
     this.#failures += 1;
     this.#inDoubt = options.inDoubt === true ? this.#inDoubt + 1 : 0;
-    const { openAfterFailures, openAfterInDoubt } = this.#options;
     const detail = options.detail === undefined ? '' : ` (last: ${options.detail})`;
     if (openAfterInDoubt > 0 && this.#inDoubt >= openAfterInDoubt) {
       return this.#open(`${this.#inDoubt} requests in a row got no answer after they were sent${detail}`);
@@ -196,14 +215,14 @@ export class CircuitBreaker {
     this.#nextProbeAt = now + this.#cooldownMs;
     if (this.#outageStartedAt === null) {
       this.#outageStartedAt = now;
+      this.#outageInDoubt = this.#inDoubt;
       const max = this.#options.maxOutageMs;
-      if (max > 0) {
-        this.#deadline = setTimeout(() => this.#giveUp(), max);
-        this.#deadline.unref?.();
-      }
+      // Kept referenced: while callers wait for the partner, this timer keeps the process alive.
+      // Beyond what a timer can hold (about 24.8 days) the wait is unbounded.
+      if (max > 0 && max <= MAX_TIMER_MS) this.#deadline = setTimeout(() => this.#giveUp('outage'), max);
     }
     const max = this.#options.maxOutageMs;
-    this.#opening = { reason, giveUpAt: max > 0 ? (this.#outageStartedAt ?? now) + max : Number.POSITIVE_INFINITY };
+    this.#opening = { reason, giveUpAt: max > 0 && max <= MAX_TIMER_MS ? (this.#outageStartedAt ?? now) + max : Number.POSITIVE_INFINITY };
     this.#wake();
     return this.#opening;
   }
@@ -224,16 +243,18 @@ export class CircuitBreaker {
   #close(): void {
     this.#state = 'closed';
     this.#outageStartedAt = null;
+    this.#outageInDoubt = 0;
     this.#opening = null;
     this.#cooldownMs = this.#options.cooldownMs;
     this.dispose();
     this.#wake();
   }
 
-  #giveUp(): void {
-    this.#deadline = undefined;
+  #giveUp(because: 'outage' | 'in_doubt'): void {
+    this.dispose();
     if (this.#state === 'closed' || this.gaveUp) return;
     this.#state = 'open';
+    this.#gaveUpBecause = because;
     this.#gaveUp.abort();
     this.#wake();
   }

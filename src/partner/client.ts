@@ -169,7 +169,11 @@ class GotPartnerClient implements PartnerClient {
       backoffCapMs: nonNegative(options.backoffCapMs, 30_000),
       random: options.random ?? Math.random,
     };
-    this.#onEvent = options.onEvent ?? (() => {});
+    const onEvent = options.onEvent ?? (() => {});
+    // Nothing is reported once the caller closed the client (its ledger may be closed too).
+    this.#onEvent = (event) => {
+      if (!this.#closed.signal.aborted) onEvent(event);
+    };
     this.#limiter = options.limiter ?? new FixedLimiter(concurrency);
     this.#rate = new RateLimiter(nonNegative(options.rate, 0));
     const breaker = (openAfterInDoubt: number): CircuitBreaker => new CircuitBreaker({
@@ -180,10 +184,14 @@ class GotPartnerClient implements PartnerClient {
       maxOutageMs: nonNegative(options.maxOutageMs, 600_000),
     });
     this.#breakers = { validate: breaker(0), submit: breaker(positiveInt(options.maxConsecutiveInDoubt, concurrency)) };
+    const maxOutageMs = nonNegative(options.maxOutageMs, 600_000);
+    const inDoubtBudget = 2 * positiveInt(options.maxConsecutiveInDoubt, concurrency);
     for (const [name, b] of Object.entries(this.#breakers) as [BreakerName, CircuitBreaker][]) {
       b.gaveUpSignal.addEventListener('abort', () => {
-        const since = Math.round(b.outageMs() / 1000);
-        this.#haltWith(`the partner did not recover within --max-outage (${formatDuration(nonNegative(options.maxOutageMs, 600_000))}; ${name === 'submit' ? 'quote/lead' : 'agent validation'} failing for ${formatDuration(since * 1000)})`);
+        const what = name === 'submit' ? 'quotes/leads' : 'agent validation';
+        this.#haltWith(b.gaveUpBecause === 'in_doubt'
+          ? `${inDoubtBudget} requests in doubt since the partner stopped answering ${what} (at most 2 × --concurrency): halting rather than risk more`
+          : `the partner did not recover within --max-outage (${formatDuration(maxOutageMs)}; ${what} failing for ${formatDuration(b.outageMs())})`);
       }, { once: true });
     }
     this.#transport = new Transport({ apiKey: options.apiKey, sockets: concurrency, timeoutMs, maxBodyBytes: positiveInt(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES) });
@@ -272,6 +280,13 @@ class GotPartnerClient implements PartnerClient {
         breaker.release(permit);
         throw error;
       }
+      // beforeSend awaited a ledger commit: a halt or an opening breaker meanwhile stops this send.
+      if (!breaker.allows(permit) || this.halted) {
+        slot.release({ latencyMs: 0, signal: 'dropped' });
+        breaker.release(permit);
+        attempt -= 1;
+        continue;
+      }
       const startedAt = new Date().toISOString();
       const t0 = performance.now();
       const raw = await this.#transport.post(url, payload);
@@ -357,6 +372,12 @@ class GotPartnerClient implements PartnerClient {
         breaker.release(permit);
         return stopped();
       }
+      // The rate cap may have held it a while: the breaker may have opened, the client halted.
+      if (!breaker.allows(permit) || this.halted) {
+        slot.release({ latencyMs: 0, signal: 'dropped' });
+        breaker.release(permit);
+        continue;
+      }
       return { permit, slot };
     }
   }
@@ -371,8 +392,9 @@ class GotPartnerClient implements PartnerClient {
       if (opening !== null) {
         const giveUpAt = Number.isFinite(opening.giveUpAt) ? new Date(Date.now() + (opening.giveUpAt - performance.now())) : null;
         this.#onEvent({ type: 'breaker_open', operation: name, reason: this.#redactor.redact(opening.reason), giveUpAt });
-        void this.#probeLoop();
       }
+      // Opened, or opened again by a failed trial: someone must probe.
+      if (breaker.state === 'open') void this.#probeLoop();
     } else {
       breaker.release(permit);
     }
@@ -392,7 +414,7 @@ class GotPartnerClient implements PartnerClient {
         if (open.length === 0 || this.halted || this.#closed.signal.aborted) return;
         const at = Math.min(...open.map((b) => b.nextProbeAt));
         if ((await sleep(at - performance.now(), stops)) === 'aborted') return;
-        if (!Object.values(this.#breakers).some((b) => b.state === 'open' && !b.gaveUp)) return;
+        if (!this.#anyOpen()) return;
         if ((await this.#rate.acquire(stops)) === 'aborted') return;
         const answered = await this.#probe();
         for (const [name, b] of Object.entries(this.#breakers) as [BreakerName, CircuitBreaker][]) {
@@ -410,6 +432,11 @@ class GotPartnerClient implements PartnerClient {
     } finally {
       this.#probing = false;
     }
+  }
+
+  /** True while a breaker is open (and has not given up): the prober has work. */
+  #anyOpen(): boolean {
+    return Object.values(this.#breakers).some((b) => b.state === 'open' && !b.gaveUp);
   }
 
   /** One probe: agent validation of the last e-mail validated. True when the partner answered sensibly. */
@@ -479,8 +506,9 @@ class GotPartnerClient implements PartnerClient {
 }
 
 function statusOf(raw: RawAttempt): string {
-  if (raw.type === 'transport') return raw.code;
-  return `${raw.status}${raw.statusText === '' ? '' : ` ${raw.statusText}`}`;
+  if (raw.type === 'transport') return raw.code.slice(0, 64);
+  const text = raw.statusText.replace(/[^\x20-\x7e]/g, '').slice(0, 60);
+  return `${raw.status}${text === '' ? '' : ` ${text}`}`;
 }
 
 function limiterSignal(cls: AttemptClass): AttemptSample['signal'] {

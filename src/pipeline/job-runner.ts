@@ -18,6 +18,9 @@ import { maskIssue, serializeRequest } from './mask.js';
 import { RowBook } from './row-book.js';
 import { bounded, outcomeToRow, serializeForSend } from './row-outcome.js';
 
+/** Row tasks per request allowed in flight (see the dispatcher). */
+const TASKS_PER_SLOT = 4;
+
 export interface JobRunnerOptions {
   mapping: CompiledMapping;
   ledger: Ledger;
@@ -97,12 +100,24 @@ export class JobRunner {
     const onStop = (): void => this.#stopAll(typeof options.stop.reason === 'string' ? options.stop.reason : 'interrupted by the user');
     if (options.stop.aborted) onStop();
     options.stop.addEventListener('abort', onStop, { once: true });
-    const heartbeat = setInterval(() => options.ledger.heartbeat(this.runId), 10_000);
-    const checkpoint = setInterval(() => book.saveResumePoint(this.#lastRead), 2_000);
+    // A ledger that fails under a timer must stop the run as an internal error, not crash it.
+    let timerError: { error: unknown } | undefined;
+    const guarded = (work: () => void) => (): void => {
+      try {
+        work();
+      } catch (error) {
+        timerError ??= { error };
+        this.#stopAll('internal error');
+      }
+    };
+    const heartbeat = setInterval(guarded(() => options.ledger.heartbeat(this.runId)), 10_000);
+    const checkpoint = setInterval(guarded(() => book.saveResumePoint(this.#lastRead)), 2_000);
     checkpoint.unref();
     heartbeat.unref();
 
-    const dispatcher = new Dispatcher({ concurrency: options.concurrency });
+    // More row tasks than requests in flight: a row waiting out a back-off or a Retry-After holds a
+    // task, not a slot of the client's limiter, which alone bounds the requests in flight.
+    const dispatcher = new Dispatcher({ concurrency: options.concurrency * TASKS_PER_SLOT });
     let readToEnd = true;
     try {
       for await (const item of this.reader) {
@@ -121,7 +136,7 @@ export class JobRunner {
         const previous = book.stateOf(item.rowNumber);
         if (previous !== undefined && !this.#shouldSend(previous)) {
           this.rowsSkipped += 1;
-          if (!FINAL_STATES.has(previous)) book.hold(position);
+          if (!FINAL_STATES.has(previous)) book.holdUnfinished(position);
           continue;
         }
         book.hold(position);
@@ -142,6 +157,7 @@ export class JobRunner {
         this.#totalRows = this.#rowsRead;
       }
       await dispatcher.drain();
+      if (timerError !== undefined) throw timerError.error;
       book.saveResumePoint(this.#lastRead);
     } catch (error) {
       this.#stopAll('internal error');
@@ -269,6 +285,11 @@ export class JobRunner {
     if (!marked) {
       // Never left (stopped or halted while waiting): the row stays as it was; keep any attempts.
       if (outcome.attempts.length > 0) ledger.recordAttempts(jobId, this.runId, rowNumber, outcome.attempts, null);
+      return;
+    }
+    if (outcome.attempts.length === 0) {
+      // Marked, then stopped before the request left (a halt while its mark was committed).
+      await finish({ state: initial, attempts: 0 });
       return;
     }
     await finish(outcomeToRow(outcome, agentId, initial), outcome);

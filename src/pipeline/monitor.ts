@@ -25,6 +25,7 @@ export class RunMonitor {
   #windowErrors = 0;
   #windowAttempts = 0;
   #lastLimit: number | null = null;
+  #stopped = false;
 
   constructor(
     private readonly ledger: Ledger,
@@ -36,6 +37,7 @@ export class RunMonitor {
 
   /** The client's `onEvent`: log lines, and the probes recorded as attempts (row_number null). */
   readonly onClientEvent = (event: ClientEvent): void => {
+    if (this.#stopped) return;
     switch (event.type) {
       case 'breaker_open': {
         const giveUp = event.giveUpAt === null
@@ -73,6 +75,7 @@ export class RunMonitor {
 
   /** Stops sampling, recording the last partial second. */
   stop(client: PartnerClient, rowsDone: () => number): void {
+    this.#stopped = true;
     if (this.#timer === undefined) return;
     clearInterval(this.#timer);
     this.#timer = undefined;

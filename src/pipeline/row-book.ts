@@ -24,11 +24,13 @@ export class RowBook {
   #resolveCommit: (() => void) | null = null;
   #rejectCommit: ((error: unknown) => void) | null = null;
   /**
-   * Rows read by this run that are not final yet, in file order, for the resume point: the first of
-   * them still open is where the next run must start reading.
+   * Rows of this run still being worked on (read, not settled), by row number in file order: the
+   * first of them is where the next run must start reading, unless a settled row that is not
+   * final (`failed`, `in_doubt`, skipped) comes before it. Only that earliest settled one is kept,
+   * so memory stays bounded by the rows in progress however many rows fail.
    */
-  readonly #openRows: ResumePoint[] = [];
-  readonly #openSet = new Set<number>();
+  readonly #inProgress = new Map<number, ResumePoint>();
+  #firstUnfinished: ResumePoint | undefined;
   #resumePoint: ResumePoint | undefined;
 
   constructor(
@@ -89,8 +91,12 @@ export class RowBook {
     return this.#writeCommit;
   }
 
-  /** Commits every queued write now (also called before the resume point is saved). */
-  commitWrites(): void {
+  /**
+   * Commits every queued write now (also called before the resume point is saved). Returns false
+   * when the commit failed: the tasks waiting on it are told (their promise rejects, an internal
+   * error), and the rows to insert are kept for the next attempt.
+   */
+  commitWrites(): boolean {
     const ops = this.#writeQueue;
     const resolve = this.#resolveCommit;
     const reject = this.#rejectCommit;
@@ -100,44 +106,61 @@ export class RowBook {
     this.#rejectCommit = null;
     if (ops.length === 0) {
       resolve?.();
-      return;
+      return true;
     }
+    const inserts = this.#pendingInserts;
     try {
       this.ledger.db.transaction(() => {
         this.flushInserts(); // rows must exist before they are marked
         for (const op of ops) op();
       })();
       resolve?.();
+      return true;
     } catch (error) {
+      // Rolled back: the rows of the batch were not inserted either.
+      this.#pendingInserts = [...inserts, ...this.#pendingInserts];
       reject?.(error);
+      return false;
     }
   }
 
   /** Keeps the in-memory counts (for progress and the end state) in step with the ledger. */
   transition(from: RowState | undefined, to: RowState, rowNumber?: number): void {
-    if (rowNumber !== undefined && FINAL_STATES.has(to)) this.#openSet.delete(rowNumber);
+    if (rowNumber !== undefined && (FINAL_STATES.has(to) || to === 'failed' || to === 'in_doubt')) {
+      const position = this.#inProgress.get(rowNumber);
+      this.#inProgress.delete(rowNumber);
+      if (position !== undefined && !FINAL_STATES.has(to)) this.#unfinished(position);
+    }
     if (from !== undefined) this.counts[from] -= 1;
     this.counts[to] += 1;
     if (FINAL_STATES.has(to) || to === 'failed' || to === 'in_doubt') this.rowsDone += 1;
   }
 
-  /** A row read by this run that is not final yet: the resume point cannot pass it. */
+  /** A row read by this run that is not settled yet: the resume point cannot pass it. */
   hold(position: ResumePoint): void {
-    this.#openRows.push(position);
-    this.#openSet.add(position.rowNumber);
+    this.#inProgress.set(position.rowNumber, position);
+  }
+
+  /** A row an earlier run left unfinished and this run does not send: the resume point cannot pass it. */
+  holdUnfinished(position: ResumePoint): void {
+    this.#unfinished(position);
   }
 
   /** Persists how far the file is finished; rows before the point must be durable first. */
   saveResumePoint(lastRead: ResumePoint | undefined): void {
-    let head = 0;
-    while (head < this.#openRows.length && !this.#openSet.has((this.#openRows[head] as ResumePoint).rowNumber)) head += 1;
-    this.#openRows.splice(0, head);
-    const point = this.#openRows[0] ?? lastRead;
+    const first = this.#inProgress.values().next();
+    const inProgress = first.done === true ? undefined : first.value;
+    const candidates = [inProgress, this.#firstUnfinished].filter((p): p is ResumePoint => p !== undefined);
+    const point = candidates.length === 0 ? lastRead : candidates.reduce((a, b) => (a.rowNumber <= b.rowNumber ? a : b));
     if (point === undefined || (this.#resumePoint !== undefined && point.rowNumber <= this.#resumePoint.rowNumber)) return;
-    // Rows before the point were released when their outcome was queued: make those durable.
-    this.commitWrites();
+    // Rows before the point were settled when their outcome was queued: make those durable first.
+    if (!this.commitWrites()) return;
     this.flushInserts();
     this.ledger.setResumePoint(this.jobId, point);
     this.#resumePoint = point;
+  }
+
+  #unfinished(position: ResumePoint): void {
+    if (this.#firstUnfinished === undefined || position.rowNumber < this.#firstUnfinished.rowNumber) this.#firstUnfinished = position;
   }
 }

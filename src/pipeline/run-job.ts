@@ -179,6 +179,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         throw error;
       } finally {
         if (progress !== undefined) clearInterval(progress);
+        forward = () => {};
         monitor.stop(target.client, () => runner.book.rowsDone);
         options.onProgress?.(runner.snapshot());
       }

@@ -137,6 +137,45 @@ describe('CircuitBreaker', () => {
   });
 });
 
+describe('CircuitBreaker: long outages', () => {
+  it('a --max-outage beyond what a timer holds (30 days) never fires early', async () => {
+    const { breaker } = makeBreaker({ maxOutageMs: 30 * 86_400_000 });
+    for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
+    expect(breaker.opening?.giveUpAt).toBe(Number.POSITIVE_INFINITY);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(breaker.gaveUp).toBe(false);
+  });
+});
+
+describe('CircuitBreaker: the in-doubt budget of an outage', () => {
+  it('gives up once twice openAfterInDoubt sends ended in doubt since the outage began (late ones and failed trials count)', async () => {
+    const { breaker } = makeBreaker({ openAfterInDoubt: 2, openAfterFailures: 0 });
+    const late = await permitOf(breaker);
+    breaker.recordFailure(await permitOf(breaker), { inDoubt: true });
+    breaker.recordFailure(await permitOf(breaker), { inDoubt: true });
+    expect(breaker.state).toBe('open');
+    breaker.recordFailure(late, { inDoubt: true }); // sent before it opened: 3 in doubt
+    expect(breaker.gaveUp).toBe(false);
+    breaker.probeSucceeded({ closes: false });
+    breaker.recordFailure(await permitOf(breaker), { inDoubt: true }); // a trial that hung: 4
+    expect(breaker.gaveUp).toBe(true);
+    expect(breaker.gaveUpBecause).toBe('in_doubt');
+  });
+
+  it('a recovery resets the budget', async () => {
+    const { breaker } = makeBreaker({ openAfterInDoubt: 2, openAfterFailures: 0 });
+    for (let round = 0; round < 3; round += 1) {
+      breaker.recordFailure(await permitOf(breaker), { inDoubt: true });
+      breaker.recordFailure(await permitOf(breaker), { inDoubt: true });
+      expect(breaker.state).toBe('open');
+      breaker.probeSucceeded({ closes: false });
+      breaker.recordSuccess(await permitOf(breaker));
+      expect(breaker.state).toBe('closed');
+    }
+    expect(breaker.gaveUp).toBe(false);
+  });
+});
+
 describe('RateLimiter', () => {
   it('spaces slots 1000/rate ms apart and frees them as time passes', () => {
     let now = 0;

@@ -13,6 +13,7 @@ import {
   type PartnerClient,
   type PartnerClientOptions,
 } from '../../src/partner/index.js';
+import { startMisbehavingPartner } from '../helpers/misbehaving-partner.js';
 import { findClosedPort, startScriptedServer } from './_scripted-server.js';
 
 const CANARY = 'canary-key-7f3a9';
@@ -380,6 +381,56 @@ describe('rate cap and circuit breaker', () => {
     expect(outcomes.filter((o) => o.errorCode === 'halted').length).toBe(20 - inDoubt);
     expect(sandbox.stats().operations.quote.received).toBe(inDoubt);
     expect(events[0]).toMatchObject({ type: 'breaker_open', reason: expect.stringMatching(/^4 requests in a row got no answer after they were sent/) });
+  });
+});
+
+describe('outages through a misbehaving partner', () => {
+  it('a failed trial opens the breaker again and probing goes on until a trial succeeds', async () => {
+    const partner = await startMisbehavingPartner(sandbox.url, (r) => (r.operation === 'quote' && r.n <= 4 ? { kind: 'answer', status: 500, body: '{"message":"down"}' } : { kind: 'forward' }));
+    try {
+      const events: ClientEvent[] = [];
+      const client = createPartnerClient({ baseUrl: partner.url, apiKey: CANARY, maxAttempts: 20, maxConsecutiveFailures: 3, breakerCooldownMs: 20, backoffBaseMs: 1, backoffCapMs: 5, onEvent: (e) => events.push(e) });
+      clients.push(client);
+      const outcome = keep(await client.submit('quote', VALID_QUOTE));
+      expect(outcome.kind).toBe('ok');
+      expect(outcome.attempts.map((a) => a.httpStatus)).toEqual([500, 500, 500, 500, 200]);
+      expect(partner.received.quote).toBe(5); // 3 that opened it, a failed trial, a good trial
+      expect(events.filter((e) => e.type === 'probe').length).toBeGreaterThanOrEqual(2);
+      expect(events.at(-1)).toMatchObject({ type: 'breaker_closed', operation: 'submit' });
+      expect(client.halted).toBe(false);
+    } finally {
+      await partner.close();
+    }
+  });
+
+  it('while the breaker is open no quote leaves but the trials; a partner that takes quotes and never answers costs at most 2 × concurrency', async () => {
+    const quoteArrivals: number[] = [];
+    const partner = await startMisbehavingPartner(sandbox.url, (r) => {
+      if (r.operation !== 'quote') return { kind: 'forward' };
+      quoteArrivals.push(performance.now());
+      return { kind: 'forward-then', then: 'hang' };
+    });
+    try {
+      const events: { at: number; event: ClientEvent }[] = [];
+      const client = createPartnerClient({
+        baseUrl: partner.url, apiKey: CANARY, concurrency: 4, rate: 40, timeoutMs: 300, maxOutageMs: 20_000, breakerCooldownMs: 50,
+        onEvent: (event) => events.push({ at: performance.now(), event }),
+      });
+      clients.push(client);
+      await client.validateAgent('valid.agent@example.test');
+      const outcomes = await Promise.all(Array.from({ length: 40 }, (_, i) => client.submit('quote', quoteWithKey(`click-dead-${i}`))));
+      outcomes.forEach(keep);
+      const inDoubt = outcomes.filter((o) => o.kind === 'in_doubt').length;
+      expect(inDoubt).toBeLessThanOrEqual(8);
+      expect(partner.received.quote).toBe(inDoubt);
+      expect(client.haltReason).toMatch(/^8 requests in doubt since the partner stopped answering quotes\/leads/);
+      const openedAt = events.find((e) => e.event.type === 'breaker_open')?.at ?? Number.POSITIVE_INFINITY;
+      const probes = events.filter((e) => e.event.type === 'probe' && e.event.answered).length;
+      // After it opened, only trials: at most one per answered probe.
+      expect(quoteArrivals.filter((t) => t > openedAt).length).toBeLessThanOrEqual(probes);
+    } finally {
+      await partner.close();
+    }
   });
 });
 

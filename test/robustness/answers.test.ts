@@ -199,6 +199,26 @@ describe('quote answers (contract §5)', () => {
     for (const row of rows(ledger)) expect(row.state).toBe(expectedStateOf(row.row_number));
   });
 
+  it('a 429 with Retry-After delays only its own request: with every sender throttled once, the others keep going', async () => {
+    const arrivals: number[] = [];
+    const throttled = new Set<string>();
+    const { ledger } = await setUp((r): Behaviour => {
+      if (r.operation !== 'quote') return { kind: 'forward' };
+      arrivals.push(performance.now());
+      if (throttled.size < 2 && !throttled.has(r.body)) {
+        throttled.add(r.body);
+        return { kind: 'answer', status: 429, body: '{"message":"slow down"}', headers: { 'retry-after': '4' } };
+      }
+      return { kind: 'forward' };
+    });
+    const result = await run(ledger, ['--concurrency', '2', '--no-adaptive']);
+    expect(result.code).toBe(1);
+    // The two throttled requests wait 4 s; the third request must not.
+    expect((arrivals[2] ?? 0) - (arrivals[0] ?? 0)).toBeLessThan(2000);
+    for (const row of rows(ledger)) expect(row.state).toBe(expectedStateOf(row.row_number));
+    expect(partner?.duplicateLeads()).toEqual([]);
+  });
+
   it('retryable failures that outlast the attempts leave the row failed (exit 3); the next run sends it again', async () => {
     const failing = new Set<string>();
     const { ledger } = await setUp((r) => {

@@ -89,6 +89,49 @@ describe('a partner that accepts connections and never answers', () => {
   }, 150_000);
 });
 
+describe('a partner whose validation answers while its quotes never do', () => {
+  let partner: MisbehavingPartner;
+  afterAll(async () => {
+    await partner.close();
+  });
+
+  it('trial quotes after answered probes stay within 2 × concurrency in doubt, then the run halts (exit 3)', async () => {
+    const CONCURRENCY = 4;
+    partner = await startMisbehavingPartner(sandbox.url, (r) => (r.operation === 'quote' && r.n > 10 ? { kind: 'forward-then', then: 'hang' } : { kind: 'forward' }));
+    const ledger = files.path('trials.db');
+    const { result } = await runMeasured(
+      ['run', csv, '--mapping', MAPPING_CSV, '--base-url', partner.url, '--env', 'sandbox', '--ledger', ledger, '--quiet',
+        '--concurrency', String(CONCURRENCY), '--timeout', '1000', '--max-outage', '5m', '--rate', '50'],
+      120_000,
+    );
+    expect(result.code).toBe(3);
+    expect(result.stderr).toMatch(/error: halting: 8 requests in doubt since the partner stopped answering quotes\/leads/);
+    const states = readLedger(ledger).states;
+    expect(states.in_doubt).toBeLessThanOrEqual(2 * CONCURRENCY);
+    expect(partner.received.quote).toBe(10 + (states.in_doubt ?? 0));
+    expect(partner.duplicateLeads()).toEqual([]);
+  }, 150_000);
+
+  it('Ctrl-C while the breaker is open and probing: the summary, exit 3, no stack trace, the run recorded as interrupted', async () => {
+    partner.setScript((r) => (r.operation === 'validate' && r.n > 3 ? { kind: 'hang' } : r.operation === 'quote' && r.n > 5 ? { kind: 'answer', status: 503, body: '' } : { kind: 'forward' }));
+    const ledger = files.path('interrupted.db');
+    const { child, done } = startCli(
+      ['run', csv, '--mapping', MAPPING_CSV, '--base-url', partner.url, '--env', 'sandbox', '--ledger', ledger, '--concurrency', '2', '--timeout', '1000', '--max-consecutive-failures', '3'],
+      { cwd: files.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY }, timeoutMs: 60_000 },
+    );
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    for (let waited = 0; waited < 30_000 && !/the partner looks down/.test(stderr); waited += 50) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 1500)); // a probe is on the wire now
+    child.kill('SIGINT');
+    const result = await done;
+    expect(result.stderr).not.toMatch(/TypeError|internal error|at .*\.js:\d+/);
+    expect(result.code).toBe(3);
+    expect(result.stdout).toMatch(/exit 3: job not completed \(interrupted\)/);
+    expect(readLedger(ledger).runs.at(-1)?.status).toBe('interrupted');
+  }, 90_000);
+});
+
 describe('a partner that answers 50 MB to every quote', () => {
   let partner: MisbehavingPartner;
   afterAll(async () => {
