@@ -297,7 +297,7 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
     target = from;
   }
   const rate = Math.max(WINDOW_RULES.minRate, from * WINDOW_RULES.rateBackoff);
-  if (!Number.isFinite(rate) || rate < state.peakAcceptedRate * WINDOW_RULES.minPaceShare) {
+  if (!(from > 0) || !Number.isFinite(from) || rate < state.peakAcceptedRate * WINDOW_RULES.minPaceShare) {
     return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now };
   }
   const room = (WINDOW_RULES.windowHeadroom * rate * (state.smoothedLatencyMs ?? 0)) / 1000;

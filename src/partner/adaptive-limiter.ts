@@ -56,7 +56,7 @@ const ACCEPTED_SPAN_MS = 2000;
 const RECENT_ANSWERS = 50;
 
 interface Waiter {
-  grant(slot: ConcurrencySlot): void;
+  settle(result: ConcurrencySlot | 'aborted'): void;
 }
 
 /**
@@ -68,6 +68,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   #state: WindowState;
   #inFlight = 0;
   readonly #waiters: Waiter[] = [];
+  readonly #watched = new Map<AbortSignal, Set<Waiter>>();
   /** When pacing lets the next request leave. */
   #nextSendAt = Number.NEGATIVE_INFINITY;
   #lastPaceHoldAt = Number.NEGATIVE_INFINITY;
@@ -112,24 +113,50 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     if (live.some((s) => s.aborted)) return 'aborted';
     if (this.#waiters.length === 0 && this.#admits() && this.#paceDelay() === 0) return this.#take();
     return new Promise<ConcurrencySlot | 'aborted'>((resolve) => {
-      const settle = (result: ConcurrencySlot | 'aborted'): void => {
-        for (const s of live) s.removeEventListener('abort', onAbort);
-        resolve(result);
+      const waiter: Waiter = {
+        settle: (result) => {
+          for (const s of live) this.#unwatch(s, waiter);
+          resolve(result);
+        },
       };
-      const waiter: Waiter = { grant: settle };
-      const onAbort = (): void => {
-        const at = this.#waiters.indexOf(waiter);
-        if (at < 0) return;
-        this.#waiters.splice(at, 1);
-        settle('aborted');
-        // The head may have left: the next one may go now (or need no timer at all).
-        this.#dispatch();
-      };
-      for (const s of live) s.addEventListener('abort', onAbort, { once: true });
+      for (const s of live) this.#watch(s, waiter);
       this.#waiters.push(waiter);
       this.#dispatch();
     });
   }
+
+  /**
+   * One listener per signal, however many callers wait on it (a run's stop signal is shared by
+   * all its senders): listeners stay few and are removed once no caller waits on the signal.
+   */
+  #watch(signal: AbortSignal, waiter: Waiter): void {
+    let waiting = this.#watched.get(signal);
+    if (waiting === undefined) {
+      waiting = new Set();
+      this.#watched.set(signal, waiting);
+      signal.addEventListener('abort', this.#onAbort);
+    }
+    waiting.add(waiter);
+  }
+
+  #unwatch(signal: AbortSignal, waiter: Waiter): void {
+    const waiting = this.#watched.get(signal);
+    if (waiting === undefined || !waiting.delete(waiter) || waiting.size > 0) return;
+    this.#watched.delete(signal);
+    signal.removeEventListener('abort', this.#onAbort);
+  }
+
+  readonly #onAbort = (event: Event): void => {
+    const waiting = this.#watched.get(event.target as AbortSignal);
+    if (waiting === undefined) return;
+    for (const waiter of [...waiting]) {
+      const at = this.#waiters.indexOf(waiter);
+      if (at >= 0) this.#waiters.splice(at, 1);
+      waiter.settle('aborted');
+    }
+    // The head may have left: the next one may go now (or need no timer at all).
+    this.#dispatch();
+  };
 
   #admits(): boolean {
     return this.#inFlight < Math.floor(effectiveWindow(this.#state));
@@ -153,7 +180,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         }, delay);
         return;
       }
-      (this.#waiters.shift() as Waiter).grant(this.#take());
+      (this.#waiters.shift() as Waiter).settle(this.#take());
     }
   }
 
@@ -167,7 +194,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       // the interval from each late firing would pace below the rate. Half an interval of
       // lateness is made up; an idle pacer banks no burst.
       const interval = 1000 / rate;
-      this.#nextSendAt = Math.max(this.#nextSendAt, now - interval / 2) + interval;
+      this.#nextSendAt = (this.#nextSendAt >= now - interval / 2 ? this.#nextSendAt : now) + interval;
     }
     const sentAt = now;
     const inFlightAtSend = this.#inFlight;
