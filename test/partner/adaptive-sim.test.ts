@@ -3,14 +3,15 @@
 // bench/run.js --only partner`) measures the same profiles with real processes on loopback.
 import { describe, expect, it } from 'vitest';
 import { AdaptiveLimiter } from '../../src/partner/adaptive-limiter.js';
-import { FixedLimiter } from '../../src/partner/concurrency.js';
+import { FixedLimiter, type ConcurrencyLimiter } from '../../src/partner/concurrency.js';
 import { createRandom } from '../../src/sandbox/faults.js';
 import {
   capacityPartner, latencyPartner, logNormal, rateCapPartner, simulateRun, type SimClock, type SimResult, type SimSecond,
 } from './_adaptive-sim.js';
 
-const adaptive = (ceiling: number) => (clock: SimClock) => new AdaptiveLimiter({ ceiling, clock });
-const fixed = (limit: number) => () => new FixedLimiter(limit);
+type MakeLimiter = (ceiling: number) => (clock: SimClock) => ConcurrencyLimiter;
+const adaptive: MakeLimiter = (ceiling) => (clock) => new AdaptiveLimiter({ ceiling, clock });
+const fixed: MakeLimiter = (limit) => () => new FixedLimiter(limit);
 const SEED = 7;
 
 const throttledShare = (r: SimResult): number => r.throttled / r.attempts;
@@ -74,7 +75,7 @@ describe('adaptive concurrency against simulated partners', () => {
   });
 
   it('(d) no limit, c=32, 50 ms, the client near a full core: ≥ 0.9 of 640/s, as fast as a fixed 32, the window at the ceiling', async () => {
-    const run = (limiter: typeof fixed) =>
+    const run = (limiter: MakeLimiter) =>
       simulateRun({ rows: 10_000, senders: 32, seed: SEED, limiter: limiter(32), clientCpuMs: 1, partner: latencyPartner({ latency: () => 50 }) });
     const [a, f] = [await run(adaptive), await run(fixed)];
     expect(rowsPerS(a) / 640).toBeGreaterThanOrEqual(0.9);
@@ -83,7 +84,7 @@ describe('adaptive concurrency against simulated partners', () => {
   });
 
   it('CPU-bound (no latency, c=64): our own CPU is not taken for a partner queue', async () => {
-    const run = (limiter: typeof fixed) =>
+    const run = (limiter: MakeLimiter) =>
       simulateRun({ rows: 10_000, senders: 64, seed: SEED, limiter: limiter(64), clientCpuMs: 1.5, partner: latencyPartner({ latency: () => 0.5 }) });
     const [a, f] = [await run(adaptive), await run(fixed)];
     expect(rowsPerS(a) / rowsPerS(f)).toBeGreaterThanOrEqual(0.95);
@@ -92,7 +93,7 @@ describe('adaptive concurrency against simulated partners', () => {
   });
 
   it('5% of answers 429 at random, 50 ms (the issue\'s example): no sender waits for another\'s Retry-After', async () => {
-    const run = (limiter: typeof fixed) => simulateRun({
+    const run = (limiter: MakeLimiter) => simulateRun({
       rows: 2000, senders: 32, seed: SEED, limiter: limiter(32),
       partner: latencyPartner({ latency: () => 50, throttleShare: 0.05, random: createRandom(SEED + 2) }),
     });
