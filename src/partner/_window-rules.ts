@@ -13,8 +13,9 @@
  *   the partner accepted (TCP Westwood's bandwidth estimate), paces a little below it, returns to it
  *   quickly and then probes above it, slowly at first, as CUBIC does around its last maximum.
  *
- * Every cut reacts to signals from requests that left after the previous cut only, so one
- * overload costs one cut per round trip, not one per answer that reports it.
+ * A cut reacts to signals from requests that left after the previous cut only, so one overload
+ * costs one cut per round trip, not one per answer that reports it (the start of pacing aside: its
+ * evidence is the share of 429s, whenever the requests left).
  */
 
 /** The constants of the rules; docs/adaptive.md says why each has its value. */
@@ -185,10 +186,10 @@ function onOk(state: WindowState, event: Extract<WindowEvent, { type: 'ok' }>, n
 /**
  * Slow start adds half a request per answer (half the window per round trip; TCP doubles, but a
  * rate cap that admits bursts is found late, and the overshoot is paid in 429s), then one per
- * window of answers (one per round trip). Only
- * while the window is in use (half of it in flight, as Netflix's AIMD limit checks): a run that
- * cannot fill its window learns nothing about the partner from it. Not while re-measuring, nor from
- * answers to requests sent before the last cut (those saw the old window).
+ * window of answers (one per round trip). Only while the window is in use (half of it in flight,
+ * as Netflix's AIMD limit checks): a run that cannot fill its window learns nothing about the
+ * partner from it. Not while re-measuring, nor from answers to requests sent before the last cut
+ * (those saw the old window).
  */
 function grownWindow(state: WindowState, event: Extract<WindowEvent, { type: 'ok' }>): number {
   if (state.probing || event.sentAt < state.lastCutAt || event.inFlightAtSend < state.window / 2) return state.window;

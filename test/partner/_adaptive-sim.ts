@@ -4,7 +4,7 @@
  * a simulated partner (a rate cap, a worker pool with a queue, plain latency). Seeded; nothing
  * sleeps for real, so minutes of traffic take a fraction of a second.
  */
-import type { LimiterClock } from '../../src/partner/adaptive-limiter.js';
+import { AdaptiveLimiter, type LimiterClock } from '../../src/partner/adaptive-limiter.js';
 import type { ConcurrencyLimiter } from '../../src/partner/concurrency.js';
 import { createRandom } from '../../src/sandbox/faults.js';
 
@@ -175,11 +175,12 @@ export function capacityPartner(options: { workers: number; service: () => numbe
   };
 }
 
-/** No limit: every request answered after its latency; a share of them 429 at random. */
-export function latencyPartner(options: { latency: () => number; throttleShare?: number; random?: () => number }): SimPartner {
+/** No limit: every request answered after its latency; with `throttle`, a share of them 429 at random. */
+export function latencyPartner(options: { latency: () => number; throttle?: { share: number; random: () => number } }): SimPartner {
+  const { throttle } = options;
   return {
     arrive(at) {
-      const throttled = (options.throttleShare ?? 0) > 0 && (options.random as () => number)() < (options.throttleShare as number);
+      const throttled = throttle !== undefined && throttle.random() < throttle.share;
       return { answerAt: at + options.latency(), status: throttled ? 'throttled' : 'ok' };
     },
   };
@@ -220,8 +221,6 @@ export interface SimResult {
   throttled: number;
   /** Median of the partner's latency of successes (its queue included), ms. */
   partnerMedianMs: number;
-  /** The largest number of requests in flight seen by the limiter. */
-  maxInFlight: number;
   timeline: SimSecond[];
 }
 
@@ -237,7 +236,6 @@ export async function simulateRun(options: SimRunOptions): Promise<SimResult> {
   let nextRow = 0;
   let firstSendAt = Number.POSITIVE_INFINITY;
   let lastAnswerAt = 0;
-  let maxInFlight = 0;
   const result = { succeeded: 0, failed: 0, attempts: 0, throttled: 0 };
   const partnerLatencies: number[] = [];
   const second = { sent: 0, ok: 0, throttled: 0 };
@@ -252,7 +250,6 @@ export async function simulateRun(options: SimRunOptions): Promise<SimResult> {
         if (slot === 'aborted') throw new Error('no signal was given: acquire cannot abort');
         const sentAt = clock.now();
         firstSendAt = Math.min(firstSendAt, sentAt);
-        maxInFlight = Math.max(maxInFlight, limiter.inFlight);
         second.sent += 1;
         result.attempts += 1;
         const answer = options.partner.arrive(sentAt);
@@ -281,8 +278,8 @@ export async function simulateRun(options: SimRunOptions): Promise<SimResult> {
   };
 
   const tick = (): void => {
-    const snapshot = 'snapshot' in limiter && typeof limiter.snapshot === 'function' ? (limiter.snapshot as () => { rate: number | null })() : undefined;
-    timeline.push({ t: clock.now() / 1000, limit: limiter.limit, inFlight: limiter.inFlight, rate: snapshot?.rate ?? null, ...second });
+    const rate = limiter instanceof AdaptiveLimiter ? limiter.snapshot().rate : null;
+    timeline.push({ t: clock.now() / 1000, limit: limiter.limit, inFlight: limiter.inFlight, rate, ...second });
     second.sent = 0;
     second.ok = 0;
     second.throttled = 0;
@@ -297,14 +294,13 @@ export async function simulateRun(options: SimRunOptions): Promise<SimResult> {
   return {
     durationMs: lastAnswerAt - firstSendAt,
     ...result,
-    partnerMedianMs: quantile(partnerLatencies, 0.5),
-    maxInFlight,
+    partnerMedianMs: median(partnerLatencies),
     timeline,
   };
 }
 
-export function quantile(values: readonly number[], q: number): number {
+function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+  return sorted[Math.floor(sorted.length / 2)] as number;
 }

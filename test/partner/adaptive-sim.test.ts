@@ -95,7 +95,7 @@ describe('adaptive concurrency against simulated partners', () => {
   it('5% of answers 429 at random, 50 ms (the issue\'s example): no sender waits for another\'s Retry-After', async () => {
     const run = (limiter: MakeLimiter) => simulateRun({
       rows: 2000, senders: 32, seed: SEED, limiter: limiter(32),
-      partner: latencyPartner({ latency: () => 50, throttleShare: 0.05, random: createRandom(SEED + 2) }),
+      partner: latencyPartner({ latency: () => 50, throttle: { share: 0.05, random: createRandom(SEED + 2) } }),
     });
     const [a, f] = [await run(adaptive), await run(fixed)];
     // The fixed limiter has no pause gate either: both only wait out each 429's own Retry-After.
