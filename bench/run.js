@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The benchmark suite of quote-batch (`npm run bench` = build, then this script).
 //
-//   node bench/run.js [--quick] [--only latency,cpu,offline,memory,resume,agents] [--out file.json]
+//   node bench/run.js [--quick] [--only latency,cpu,offline,memory,resume,agents,partner] [--out file.json]
 //
 // Generates 100-column lead files (bench/generate-leads.js; cached in bench/data/, gitignored) of
 // three sizes — 10k, 100k and 1M rows (--quick: 2k, 20k, 100k) — and measures, every quote-batch
@@ -18,6 +18,9 @@
 //   resume   a job of the medium file left 90% done (run --limit), then the resuming run: rows
 //            skipped per second until its first quote request
 //   agents   agent validation calls per distinct agent e-mail (from the sandbox's counters)
+//   partner  adaptive concurrency against a partner that limits us: an unknown rate cap, a cap
+//            that drops, a worker pool with a queue, no limit (bench/partner.js; charts of each
+//            run's timeline in bench/results/partner-*.svg and .png)
 //
 // Prints a table (figure, value, target, met?) and writes bench/results/latest.json (a full run
 // of every scenario) or bench/data/results-<mode>.json (--quick / --only), with the machine's
@@ -30,9 +33,10 @@ import {
   BIN, ROOT, createRowProbe, createTempDir, describeMachine, measureNode, readLedger, round, startSandbox,
 } from './_lib.js';
 import { generateLeads, writeAgentsFile } from './generate-leads.js';
+import { benchPartner } from './partner.js';
 import { median } from './_stats.js';
 
-const SCENARIOS = ['latency', 'cpu', 'offline', 'memory', 'resume', 'agents'];
+const SCENARIOS = ['latency', 'cpu', 'offline', 'memory', 'resume', 'agents', 'partner'];
 const args = process.argv.slice(2);
 const option = (name) => {
   const i = args.indexOf(name);
@@ -503,14 +507,17 @@ async function main() {
   writeAgentsFile(AGENTS);
   const files = {};
   for (const [name, rows] of Object.entries(SIZES)) {
-    const needed = name === 'small' ? selected('latency') || (selected('agents') && !selected('cpu'))
+    const needed = name === 'small' ? selected('latency') || selected('partner') || (selected('agents') && !selected('cpu'))
       : name === 'medium' ? selected('cpu') || selected('offline') || selected('memory') || selected('resume')
         : selected('memory');
     if (needed) files[name] = await ensureLeads(rows);
   }
 
   const distBuilds = [];
-  const steps = { latency: benchLatency, cpu: benchCpu, offline: benchOffline, memory: benchMemory, resume: benchResume, agents: benchAgents };
+  const steps = {
+    latency: benchLatency, cpu: benchCpu, offline: benchOffline, memory: benchMemory, resume: benchResume, agents: benchAgents,
+    partner: (files) => benchPartner({ file: files.small, agentsFile: AGENTS, quick: QUICK, addFigure, details, log }),
+  };
   for (const name of SCENARIOS) {
     if (!selected(name)) continue;
     const t0 = performance.now();

@@ -1,0 +1,278 @@
+// The `partner` scenario of the benchmark suite (`node bench/run.js --only partner`): adaptive
+// concurrency against a partner that limits us (issue 10). For each profile, one `quote-batch
+// sandbox` process plays the partner and one `quote-batch run` process sends to it:
+//
+//   a  an unknown cap of 40 requests/s (one-second windows), latency log-normal, median 200 ms,
+//      Retry-After 1, --concurrency 32: ≥ 0.95 of the cap, ≤ 3% of quote requests answered 429
+//   b  the cap drops from 40 to 20/s 30 s after the start: total time within 1/0.9 of the ideal,
+//      ≤ 5% answered 429
+//   c  16 quotes worked on at once × 200 ms, a FIFO queue beyond, --concurrency 64: ≥ 0.9 of the
+//      partner's 80/s, its median latency (queue included) ≤ 1.5 × 200 ms
+//   d  no limit, 50 ms, --concurrency 32: ≥ 0.9 of 640 rows/s end to end, beside --no-adaptive
+//      (the CPU-bound case, no latency at c=64 against a bare got loop, is the `cpu` scenario)
+//
+// Figures come from the run's ledger (attempts, and the per-second run_samples) and from the
+// sandbox's GET /__sandbox/stats (per-second counts, its own latency percentiles). A chart per
+// profile goes to bench/results/partner-<id>.svg and .png (the PNG rendered by headless Chromium).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import Database from 'better-sqlite3';
+import { API_KEY, BIN, ROOT, createTempDir, measureNode, readLedger, round } from './_lib.js';
+import { median } from './_stats.js';
+import { renderTimelineChart } from './_timeline-chart.js';
+
+const MAPPING = join(ROOT, 'bench', 'mappings', 'leads-100.yaml');
+const RESULTS = join(ROOT, 'bench', 'results');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** The profiles: the sandbox's flags, the run's, the rows (full / --quick) and a time cap in seconds. */
+export const PROFILES = [
+  {
+    id: 'a', title: '(a) unknown cap 40/s, 200 ms log-normal, c=32',
+    sandbox: ['--rps-cap', '40', '--rps-mode', 'window', '--latency-ms', '200', '--latency-sigma', '0.25', '--retry-after', '1'],
+    concurrency: 32, rows: { full: 4000, quick: 1600 }, capS: 300, reference: { value: 40, label: 'cap 40/s' },
+  },
+  {
+    id: 'b', title: '(b) cap 40/s, then 20/s after 30 s, c=32',
+    sandbox: ['--rps-cap-schedule', '0:40,30:20', '--rps-mode', 'window', '--latency-ms', '200', '--latency-sigma', '0.25', '--retry-after', '1'],
+    concurrency: 32, rows: { full: 2400, quick: 1600 }, capS: 300, schedule: [[0, 40], [30, 20]], reference: { value: 20, label: 'cap 20/s after 30 s' },
+  },
+  {
+    id: 'c', title: '(c) capacity 16 × 200 ms, FIFO queue, c=64',
+    sandbox: ['--capacity', '16', '--latency-ms', '200'],
+    concurrency: 64, rows: { full: 4000, quick: 1600 }, capS: 240, reference: { value: 80, label: 'capacity 80/s' },
+  },
+  {
+    id: 'd', title: '(d) no limit, 50 ms, c=32',
+    sandbox: ['--latency-ms', '50'],
+    concurrency: 32, rows: { full: 10_000, quick: 2000 }, capS: 180, reference: { value: 640, label: 'ceiling 640/s' },
+  },
+];
+
+/**
+ * Reads what the benchmark needs from `GET /__sandbox/stats`: per-second counts of quote/lead
+ * answers and the partner-side latency percentiles of quotes. The one place that knows the shape
+ * of those fields; a field the sandbox does not have (yet) reads as null.
+ */
+export function readSandboxStats(body) {
+  const seconds = body.perSecond ?? body.seconds ?? null;
+  const latency = body.latencyMs?.quote ?? body.latency?.quote ?? body.operations?.quote?.latencyMs ?? null;
+  return {
+    perSecond: Array.isArray(seconds)
+      ? seconds.map((s, i) => ({ t: s.second ?? s.t ?? i, accepted: s.accepted ?? s.ok ?? 0, throttled: s.throttled ?? s['429'] ?? 0 }))
+      : null,
+    quoteLatencyMs: latency === null ? null : { p50: latency.p50 ?? null, p90: latency.p90 ?? null, p99: latency.p99 ?? null },
+    operations: body.operations,
+  };
+}
+
+/** Starts `quote-batch sandbox` with the profile's flags; resolves once it prints its address. */
+async function startSandbox(agentsFile, flags) {
+  const child = spawn(process.execPath, [BIN, 'sandbox', '--port', '0', '--agents', agentsFile, ...flags], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, QUOTE_BATCH_API_KEY: API_KEY, NO_COLOR: '1' },
+  });
+  let output = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the sandbox did not start in 30 s:\n${output}`)), 30_000);
+    const onData = (chunk) => {
+      output += chunk;
+      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the sandbox exited with ${code} (flags ${flags.join(' ')}):\n${output}`));
+    });
+  });
+  child.removeAllListeners('exit');
+  return {
+    url,
+    stats: async () => readSandboxStats(await (await fetch(`${url}/__sandbox/stats`)).json()),
+    reset: () => fetch(`${url}/__sandbox/reset`, { method: 'POST' }),
+    stop: () => new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    }),
+  };
+}
+
+/** The run's attempts (every kind): counts, 429s and the window from the first start to the last end, in ms since the epoch. */
+function readAttempts(db, jobId) {
+  const row = db.prepare(
+    `SELECT count(*) AS n,
+            sum(http_status = 429) AS throttled,
+            sum(kind = 'quote') AS quotes,
+            sum(kind = 'quote' AND http_status = 429) AS quotesThrottled,
+            sum(kind = 'quote' AND outcome = 'ok') AS quotesSucceeded,
+            min((julianday(started_at) - 2440587.5) * 86400000.0) AS firstMs,
+            max((julianday(started_at) - 2440587.5) * 86400000.0 + duration_ms) AS lastMs
+       FROM attempts WHERE job_id = ?`,
+  ).get(jobId);
+  const durations = db.prepare(`SELECT duration_ms AS d FROM attempts WHERE job_id = ? AND kind = 'quote' AND http_status = 200`).all(jobId).map((r) => r.d);
+  return { ...row, clientQuoteMedianMs: durations.length > 0 ? median(durations) : null };
+}
+
+/**
+ * One point per second of the run: from run_samples when the run recorded them, else rebuilt from
+ * the attempts (rows done and 429s per second; the limit and in-flight counts then unknown).
+ */
+function readTimeline(db, jobId, runId, firstMs) {
+  const hasSamples = db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE name = 'run_samples'`).get().n > 0;
+  const samples = hasSamples ? db.prepare('SELECT * FROM run_samples WHERE run_id = ? ORDER BY elapsed_ms').all(runId) : [];
+  if (samples.length > 0) {
+    return {
+      source: 'run_samples',
+      points: samples.map((s, i) => {
+        const seconds = Math.max(0.001, (s.elapsed_ms - (i === 0 ? 0 : samples[i - 1].elapsed_ms)) / 1000);
+        return { t: s.elapsed_ms / 1000, limit: s.concurrency_limit, inFlight: s.in_flight, rowsPerS: s.rows_done / seconds, throttledPerS: s.throttled / seconds };
+      }),
+    };
+  }
+  const rows = db.prepare(
+    `SELECT CAST(((julianday(started_at) - 2440587.5) * 86400000.0 + duration_ms - ?) / 1000 AS INTEGER) AS second,
+            sum(kind <> 'agent_validate' AND outcome IN ('ok', 'rejected')) AS done, sum(http_status = 429) AS throttled
+       FROM attempts WHERE job_id = ? GROUP BY second ORDER BY second`,
+  ).all(firstMs, jobId);
+  return { source: 'attempts', points: rows.map((r) => ({ t: r.second + 1, limit: null, inFlight: 0, rowsPerS: r.done, throttledPerS: r.throttled })) };
+}
+
+/** Seconds a perfect sender needs for `requests` under a cap schedule [[fromS, perS], …], starting `startS` after the schedule did. */
+export function idealSeconds(schedule, requests, startS) {
+  let left = requests;
+  let t = startS;
+  for (let i = 0; i < schedule.length; i += 1) {
+    const [, cap] = schedule[i];
+    const end = i + 1 < schedule.length ? schedule[i + 1][0] : Number.POSITIVE_INFINITY;
+    if (t >= end) continue;
+    const room = (end - t) * cap;
+    if (left <= room) return t + left / cap - startS;
+    left -= room;
+    t = end;
+  }
+  return Number.NaN;
+}
+
+async function measureProfile(profile, { file, agentsFile, quick, extraRunArgs = [], label = profile.id, log }) {
+  const rows = quick ? profile.rows.quick : profile.rows.full;
+  const dir = createTempDir(`qb-bench-partner-${profile.id}-`);
+  const sandbox = await startSandbox(agentsFile, profile.sandbox);
+  try {
+    const ledgerFile = join(dir, 'ledger.db');
+    log(`partner ${label}: run ${rows} rows, --concurrency ${profile.concurrency} ${extraRunArgs.join(' ')} against sandbox ${profile.sandbox.join(' ')}…`);
+    // The schedule of (b) counts from the start or the last reset: reset right before the run.
+    await sandbox.reset();
+    const resetAtMs = Date.now();
+    const result = await measureNode(
+      [BIN, 'run', file, '--mapping', MAPPING, '--env', 'sandbox', '--base-url', sandbox.url, '--ledger', ledgerFile,
+        '--concurrency', String(profile.concurrency), '--limit', String(rows), '--quiet', ...extraRunArgs],
+      { timeoutS: profile.capS },
+    );
+    if (!existsSync(ledgerFile)) throw new Error(`partner ${label}: the run wrote no ledger (exit ${result.exitCode}):\n${result.stderr.slice(-2000)}`);
+    const ledger = readLedger(ledgerFile);
+    const db = new Database(ledgerFile, { readonly: true, fileMustExist: true });
+    let attempts;
+    let timeline;
+    try {
+      attempts = readAttempts(db, ledger.job.id);
+      timeline = readTimeline(db, ledger.job.id, ledger.runs.at(-1).id, attempts.firstMs);
+    } finally {
+      db.close();
+    }
+    const stats = await sandbox.stats();
+    return { rows, ledger, attempts, timeline, stats, result, resetAtMs, windowS: (attempts.lastMs - attempts.firstMs) / 1000 };
+  } finally {
+    await sandbox.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The figures of one profile, against the issue's targets. */
+function evaluate(profile, m, addFigure) {
+  const quoteShare = m.attempts.quotes > 0 ? m.attempts.quotesThrottled / m.attempts.quotes : null;
+  const accepted = m.attempts.n - m.attempts.throttled;
+  const note = `${m.ledger.rows} rows (${JSON.stringify(m.ledger.states)}), ${m.attempts.n} attempts, ${m.attempts.throttled} answered 429, `
+    + `sending window ${round(m.windowS, 1)} s${m.result.timedOut ? ' (time cap hit)' : ''}; timeline from ${m.timeline.source}`;
+  const id = `partner.${profile.id}`;
+  switch (profile.id) {
+    case 'a':
+      addFigure({ id: `${id}.capRatio`, label: 'partner (a): accepted requests/s ÷ cap 40', value: accepted / m.windowS / 40, digits: 3, target: { op: '>=', value: 0.95 }, note });
+      addFigure({ id: `${id}.throttledShare`, label: 'partner (a): share of quote requests answered 429', value: quoteShare, digits: 4, target: { op: '<=', value: 0.03 } });
+      break;
+    case 'b': {
+      const startS = (m.attempts.firstMs - m.resetAtMs) / 1000;
+      const ideal = idealSeconds(profile.schedule, accepted, startS);
+      addFigure({ id: `${id}.idealRatio`, label: 'partner (b): ideal time ÷ actual (cap 40 → 20/s)', value: ideal / m.windowS, digits: 3, target: { op: '>=', value: 0.9 },
+        note: `${note}; ideal ${round(ideal, 1)} s for ${accepted} accepted requests from ${round(startS, 2)} s after the reset` });
+      addFigure({ id: `${id}.throttledShare`, label: 'partner (b): share of quote requests answered 429', value: quoteShare, digits: 4, target: { op: '<=', value: 0.05 } });
+      break;
+    }
+    case 'c': {
+      const p50 = m.stats.quoteLatencyMs?.p50 ?? null;
+      addFigure({ id: `${id}.capacityRatio`, label: 'partner (c): quotes/s ÷ capacity 80', value: m.attempts.quotesSucceeded / m.windowS / 80, digits: 3, target: { op: '>=', value: 0.9 }, note });
+      addFigure({ id: `${id}.partnerMedianMs`, label: 'partner (c): partner median latency, queue included', value: p50, unit: 'ms', target: { op: '<=', value: 300 },
+        note: `client-side median of quote attempts: ${round(m.attempts.clientQuoteMedianMs, 1)} ms` });
+      break;
+    }
+    case 'd':
+      addFigure({ id: `${id}.ceilingRatio`, label: 'partner (d): rows/s end to end ÷ 640 (no limit, 50 ms, c=32)', value: m.ledger.rows / m.result.wallS / 640, digits: 3, target: { op: '>=', value: 0.9 }, note });
+      break;
+  }
+}
+
+/** Writes the SVG charts and renders them to PNG with headless Chromium (skipped, with a note, without it). */
+async function writeCharts(charts, log) {
+  mkdirSync(RESULTS, { recursive: true });
+  for (const { id, svg } of charts) writeFileSync(join(RESULTS, `partner-${id}.svg`), svg);
+  if (!existsSync(CHROMIUM)) {
+    log(`partner: ${CHROMIUM} not found, charts written as SVG only`);
+    return;
+  }
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 760, height: 448 } });
+    for (const { id, svg } of charts) {
+      await page.setContent(`<!doctype html><html><body style="margin:0">${svg}</body></html>`);
+      await page.locator('svg').screenshot({ path: join(RESULTS, `partner-${id}.png`) });
+    }
+  } finally {
+    await browser.close();
+  }
+  log(`partner: charts in ${relative(ROOT, RESULTS)}/partner-*.svg and .png`);
+}
+
+/** The scenario: every profile in turn, its figures into `addFigure`, its details into `details.partner`. */
+export async function benchPartner({ file, agentsFile, quick, addFigure, details, log }) {
+  const charts = [];
+  details.partner = {};
+  for (const profile of PROFILES) {
+    const m = await measureProfile(profile, { file, agentsFile, quick, log });
+    evaluate(profile, m, addFigure);
+    const entry = {
+      rows: m.rows, sandboxFlags: profile.sandbox, concurrency: profile.concurrency, states: m.ledger.states,
+      attempts: m.attempts, windowS: round(m.windowS, 2), wallS: round(m.result.wallS, 2), exitCode: m.result.exitCode, timedOut: m.result.timedOut,
+      sandbox: { operations: m.stats.operations, quoteLatencyMs: m.stats.quoteLatencyMs, perSecond: m.stats.perSecond },
+      timeline: m.timeline,
+    };
+    if (profile.id === 'd') {
+      // The same run without adapting: adapting must not cost the latency-bound case.
+      const fixed = await measureProfile(profile, { file, agentsFile, quick, extraRunArgs: ['--no-adaptive'], label: 'd (--no-adaptive)', log });
+      const adaptiveRate = m.ledger.rows / m.result.wallS;
+      const fixedRate = fixed.ledger.rows / fixed.result.wallS;
+      addFigure({ id: 'partner.d.adaptiveVsFixed', label: 'partner (d): rows/s --adaptive ÷ --no-adaptive', value: adaptiveRate / fixedRate, digits: 3,
+        note: `${round(adaptiveRate, 1)} vs ${round(fixedRate, 1)} rows/s, process start to exit (exit codes ${m.result.exitCode} / ${fixed.result.exitCode})` });
+      entry.noAdaptive = { states: fixed.ledger.states, wallS: round(fixed.result.wallS, 2), exitCode: fixed.result.exitCode };
+    }
+    details.partner[profile.id] = entry;
+    charts.push({ id: profile.id, svg: renderTimelineChart({ title: profile.title, points: m.timeline.points, reference: profile.reference }) });
+  }
+  await writeCharts(charts, log);
+}

@@ -1,0 +1,326 @@
+/**
+ * The update rules of the adaptive concurrency limiter (contract §5) as pure functions: the next
+ * state from the state, one finished attempt, and the time. No clock, no timers: the limiter
+ * (`adaptive-limiter.ts`) feeds them and enforces the result; tests replay them as tables.
+ *
+ * Two controls, as in TCP congestion control:
+ * - a **window**: requests allowed in flight. Slow start grows it by half per round trip until the
+ *   first cut; then it grows by one per round trip while it is in use (additive increase). It is
+ *   cut multiplicatively on a 429 or a transport/5xx error, and in proportion when the partner's
+ *   latency rises well above the lowest latency seen recently (its queue is filling: Little's law).
+ * - a **pacing rate**, engaged once 429s are a fair share of the answers: a window cannot hold a
+ *   rate cap (latency does not rise when a rate limiter rejects), so the limiter learns the rate
+ *   the partner accepted (TCP Westwood's bandwidth estimate), paces a little below it, returns to it
+ *   quickly and then probes above it, slowly at first, as CUBIC does around its last maximum.
+ *
+ * A cut reacts to signals from requests that left after the previous cut only, so one overload
+ * costs one cut per round trip, not one per answer that reports it (the start of pacing aside: its
+ * evidence is the share of 429s, whenever the requests left).
+ */
+
+/** The constants of the rules; docs/adaptive.md says why each has its value. */
+export const WINDOW_RULES = {
+  // The window
+  /** Window at the start (at most the ceiling): small, so a partner with a short queue is not flooded. */
+  initialWindow: 4,
+  /** Slow start adds this per answer: the window grows by half per round trip (TCP doubles it). */
+  slowStartGrowth: 0.5,
+  /** The window is multiplied by this on a 429 or an error. */
+  throttleBackoff: 0.8,
+
+  // Latency
+  /** Weight of a new latency in the smoothed latency (TCP's SRTT uses 1/8). */
+  smoothing: 1 / 8,
+  /** Latencies (of `ok` answers) per measuring round: their median is the round's latency. */
+  roundSamples: 16,
+  /** Weight of a round's median in the smoothed series the baseline is the minimum of. */
+  trendSmoothing: 0.25,
+  /** A round's latency above baseline × (1 + this) … */
+  latencyTolerance: 0.2,
+  /** … and above baseline + this many ms is queueing at the partner; below, it is noise or our own CPU. */
+  latencyFloorMs: 50,
+  /** A latency cut never shrinks the window below this share of it. */
+  maxLatencyCut: 0.5,
+  /** A baseline not confirmed for this long is re-measured by a round at half the window. */
+  baselineTtlMs: 10_000,
+
+  // Pacing
+  /** Share of 429s among the last answers from which a 429 starts pacing (below it, it cuts the window only). */
+  pacingShare: 0.2,
+  /** The pacing rate is set to this share of the estimated rate the partner accepts. */
+  rateBackoff: 0.95,
+  /** A stray 429 cuts the pace by at most this share (before `rateBackoff`). */
+  strayCutLimit: 0.1,
+  /** A stray 429 cuts the rate at most once per this many ms: rate caps count per second. */
+  throttleCutSpacingMs: 1000,
+  /** Seconds of the exponential return of the pacing rate to the rate of the last 429. */
+  rateRecoveryS: 1,
+  /** Growth per second of the pacing rate above the rate of the last 429 (probing) … */
+  rateProbePerS: 0.02,
+  /** … which doubles every this many ms spent above it (probing accelerates, as CUBIC's does). */
+  rateProbeDoublingMs: 5_000,
+  /** While pacing, the window keeps room for this many times the requests the rate puts in flight. */
+  windowHeadroom: 2,
+  /** If the pace would fall below this share of the highest accepted rate seen, the 429s are not about our rate: pacing stops. */
+  minPaceShare: 0.25,
+  /** Pacing rates below this (requests/s) are not used. */
+  minRate: 0.5,
+} as const;
+
+/** Everything the rules know; a new object after every event (never mutated). */
+export interface WindowState {
+  /** Largest window (`--concurrency`). */
+  readonly ceiling: number;
+  /** Requests allowed in flight, in [1, ceiling]; fractional (the limiter admits its floor). */
+  readonly window: number;
+  /** True until the first cut: the window grows by half per round trip. */
+  readonly slowStart: boolean;
+  /** When the window or rate was last cut: signals of requests sent before it do not cut again. */
+  readonly lastCutAt: number;
+  /** Exponentially smoothed latency of `ok` answers, ms. */
+  readonly smoothedLatencyMs: number | undefined;
+  /** Round medians, exponentially smoothed, ms. */
+  readonly latencyTrendMs: number | undefined;
+  /** The lowest the smoothed round latency has been recently (the partner without a queue), ms. */
+  readonly baselineMs: number | undefined;
+  /** When the baseline was last measured or confirmed. */
+  readonly baselineAt: number;
+  /** A baseline re-measuring round is running (the window is halved meanwhile). */
+  readonly probing: boolean;
+  /** Only answers to requests sent at or after this count toward the current round. */
+  readonly roundStartedAt: number;
+  /** Latencies of the current round so far. */
+  readonly roundLatencies: readonly number[];
+  /** Pacing rate in requests/s; undefined when not pacing (no 429 yet, or probed past the window). */
+  readonly rate: number | undefined;
+  /** The rate the partner was estimated to accept at the last 429: pacing returns to it, then probes beyond. */
+  readonly rateAtThrottle: number;
+  /** When the pacing rate was last moved. */
+  readonly rateUpdatedAt: number;
+  /** Since when the pacing rate has been at or above `rateAtThrottle` (probing), if it is. */
+  readonly probingRateSince: number | undefined;
+  /** When a 429 last cut. */
+  readonly throttleCutAt: number;
+  /** The highest rate the partner was seen to accept (at a 429), requests/s. */
+  readonly peakAcceptedRate: number;
+}
+
+/** What one finished attempt tells the rules (the limiter adds what it measured around it). */
+export type WindowEvent =
+  | {
+      type: 'ok';
+      /** From the request leaving to its answer. */
+      latencyMs: number;
+      /** When its slot was taken. */
+      sentAt: number;
+      /** Requests in flight once it had its slot (it included). */
+      inFlightAtSend: number;
+      /** Whether pacing, not the window or a lack of work, held requests back in the last second. */
+      paceLimited: boolean;
+    }
+  | {
+      type: 'throttled';
+      sentAt: number;
+      /** Requests sent per second over the last second. */
+      sendRate: number;
+      /** Requests per second the partner accepted over the last two seconds, counted when they were sent. */
+      acceptedRate: number;
+      /** Share of 429s among the last 50 answers (fewer answers so far count as successes). */
+      throttledShare: number;
+    }
+  | { type: 'error'; sentAt: number };
+
+/** The state of a new limiter. */
+export function createWindowState(ceiling: number, now: number, initialWindow: number = WINDOW_RULES.initialWindow): WindowState {
+  if (!Number.isInteger(ceiling) || ceiling < 1) throw new RangeError(`ceiling must be a positive integer, got ${ceiling}`);
+  if (!(initialWindow >= 1)) throw new RangeError(`initialWindow must be at least 1, got ${initialWindow}`);
+  return {
+    ceiling,
+    window: Math.min(ceiling, initialWindow),
+    slowStart: true,
+    lastCutAt: Number.NEGATIVE_INFINITY,
+    smoothedLatencyMs: undefined,
+    latencyTrendMs: undefined,
+    baselineMs: undefined,
+    baselineAt: now,
+    probing: false,
+    roundStartedAt: Number.NEGATIVE_INFINITY,
+    roundLatencies: [],
+    rate: undefined,
+    rateAtThrottle: 0,
+    rateUpdatedAt: now,
+    probingRateSince: undefined,
+    throttleCutAt: Number.NEGATIVE_INFINITY,
+    peakAcceptedRate: 0,
+  };
+}
+
+/** The state after `event`, observed at `now` (ms, monotonic). */
+export function nextWindowState(state: WindowState, event: WindowEvent, now: number): WindowState {
+  switch (event.type) {
+    case 'ok':
+      return onOk(state, event, now);
+    case 'throttled':
+      return onThrottled(state, event, now);
+    case 'error':
+      return onError(state, event, now);
+  }
+}
+
+/** Requests the limiter admits in flight: the window, halved while the baseline is re-measured. */
+export function effectiveWindow(state: WindowState): number {
+  return state.probing ? Math.max(1, state.window / 2) : state.window;
+}
+
+function onOk(state: WindowState, event: Extract<WindowEvent, { type: 'ok' }>, now: number): WindowState {
+  const latency = Math.max(0, event.latencyMs);
+  const smoothed = state.smoothedLatencyMs === undefined ? latency : state.smoothedLatencyMs + WINDOW_RULES.smoothing * (latency - state.smoothedLatencyMs);
+  let next: WindowState = { ...state, smoothedLatencyMs: smoothed, window: grownWindow(state, event) };
+  next = paced(next, event.paceLimited, now);
+  if (event.sentAt < state.roundStartedAt) return next;
+  const roundLatencies = [...state.roundLatencies, latency];
+  if (roundLatencies.length < WINDOW_RULES.roundSamples) return { ...next, roundLatencies };
+  return endRound(next, median(roundLatencies), now);
+}
+
+/**
+ * Slow start adds half a request per answer (half the window per round trip; TCP doubles, but a
+ * rate cap that admits bursts is found late, and the overshoot is paid in 429s), then one per
+ * window of answers (one per round trip). Only while the window is in use (half of it in flight,
+ * as Netflix's AIMD limit checks): a run that cannot fill its window learns nothing about the
+ * partner from it. Not while re-measuring, nor from answers to requests sent before the last cut
+ * (those saw the old window).
+ */
+function grownWindow(state: WindowState, event: Extract<WindowEvent, { type: 'ok' }>): number {
+  if (state.probing || event.sentAt < state.lastCutAt || event.inFlightAtSend < state.window / 2) return state.window;
+  const step = state.slowStart ? WINDOW_RULES.slowStartGrowth : 1 / state.window;
+  return Math.min(state.ceiling, state.window + step);
+}
+
+/**
+ * Moves the pacing rate while pacing holds requests back: an exponential return to the rate of the
+ * last 429, then a probe beyond it that starts slowly and accelerates (the partner may have raised
+ * its cap, or the estimate was low). Pacing ends once the window alone would stop below the rate
+ * (the ceiling binds first, so the learned rate no longer matters).
+ */
+function paced(state: WindowState, paceLimited: boolean, now: number): WindowState {
+  if (state.rate === undefined) return state;
+  const seconds = Math.max(0, now - state.rateUpdatedAt) / 1000;
+  if (!paceLimited || seconds === 0) return { ...state, rateUpdatedAt: now };
+  const target = state.rateAtThrottle;
+  let rate = state.rate;
+  let probingSince = state.probingRateSince;
+  if (rate < target) {
+    rate += (target - rate) * Math.min(1, seconds / WINDOW_RULES.rateRecoveryS) + target * WINDOW_RULES.rateProbePerS * seconds;
+  } else {
+    probingSince ??= now;
+    const growth = WINDOW_RULES.rateProbePerS * 2 ** ((now - probingSince) / WINDOW_RULES.rateProbeDoublingMs);
+    rate += rate * growth * seconds;
+  }
+  const latency = state.smoothedLatencyMs ?? 0;
+  const windowBound = latency > 0 ? (state.ceiling * WINDOW_RULES.windowHeadroom * 1000) / latency : Number.POSITIVE_INFINITY;
+  return { ...state, rate: rate > windowBound ? undefined : rate, rateUpdatedAt: now, probingRateSince: probingSince };
+}
+
+/**
+ * The latency rule, once per round of answers: a round well above the baseline (relatively *and*
+ * absolutely) means requests queue at the partner, and the window is cut to what would have kept
+ * the latency half-way into the tolerance (Little's law: at a fixed throughput, in-flight requests
+ * scale with latency).
+ *
+ * The baseline is the lowest the latency has been: the minimum of a smoothed series of round
+ * medians (a minimum of raw rounds would follow their noise down and make the rule jumpy). One the
+ * smoothed latency has not come near for a while is re-measured by a round at half the window, so
+ * that it can rise with the partner's own latency but cannot drift up with the queue it is there
+ * to detect.
+ */
+function endRound(state: WindowState, latency: number, now: number): WindowState {
+  const fresh = { ...state, roundStartedAt: now, roundLatencies: [] };
+  if (state.probing || state.baselineMs === undefined || state.latencyTrendMs === undefined) {
+    return { ...fresh, probing: false, baselineMs: latency, baselineAt: now, latencyTrendMs: latency };
+  }
+  const trend = state.latencyTrendMs + WINDOW_RULES.trendSmoothing * (latency - state.latencyTrendMs);
+  const baseline = Math.min(state.baselineMs, trend);
+  const allowance = Math.max(baseline * WINDOW_RULES.latencyTolerance, WINDOW_RULES.latencyFloorMs);
+  // A smoothed latency within half the allowance confirms the baseline; a higher one is queueing
+  // when the round itself is beyond the whole allowance (one slow round alone is noise).
+  const queueing = trend > baseline + allowance / 2;
+  const baselineAt = queueing ? state.baselineAt : now;
+  const next = { ...fresh, latencyTrendMs: trend, baselineMs: baseline, baselineAt };
+  if (queueing && latency > baseline + allowance) {
+    const factor = Math.max(WINDOW_RULES.maxLatencyCut, (baseline + allowance / 2) / latency);
+    return { ...next, window: Math.max(1, state.window * factor), slowStart: false, lastCutAt: now };
+  }
+  return { ...next, probing: now - baselineAt > WINDOW_RULES.baselineTtlMs };
+}
+
+/**
+ * A 429 (or 503 with `Retry-After`). A stray one cuts the window, like an error. Once 429s are a
+ * fair share of the answers (slow start overshot a rate cap; the cap dropped), the limiter paces
+ * below what the partner accepted, cutting again once per round trip while the share stays that
+ * high. While pacing, a stray 429 cuts the rate at most once per `throttleCutSpacingMs` (rate caps
+ * count per second). Every rate cut also cuts the window, but not below the room the new rate
+ * needs: pacing, not the window, holds a rate.
+ */
+function onThrottled(state: WindowState, event: Extract<WindowEvent, { type: 'throttled' }>, now: number): WindowState {
+  const seen = { ...state, peakAcceptedRate: Math.max(state.peakAcceptedRate, event.acceptedRate) };
+  const overshoot = event.throttledShare >= WINDOW_RULES.pacingShare;
+  if (state.rate === undefined && overshoot) return cutRate(seen, event, now);
+  if (event.sentAt < state.lastCutAt) return seen;
+  if (!overshoot && now - state.throttleCutAt < WINDOW_RULES.throttleCutSpacingMs) return seen;
+  return state.rate === undefined ? { ...cutWindow(seen, now), throttleCutAt: now } : cutRate(seen, event, now);
+}
+
+/**
+ * Paces below what the partner accepts and cuts the window too. Two estimates of that rate:
+ * - the requests accepted per second over the last seconds: smooth, but it lags a change and it
+ *   also counts our own idle moments;
+ * - the send rate less the share of 429s among the last answers: it follows a change at once, but
+ *   the share lags the send rate.
+ * A fair share of 429s means the rate or the cap has just changed (slow start, a lower cap): the
+ * cut starts from the second estimate, and the pace returns to the first if that is higher. A stray
+ * 429 means the pace has just crossed the cap: the cut starts from the first estimate, but never
+ * more than `strayCutLimit` below the pace (the count may hold a stretch with little to send).
+ *
+ * 429s that pacing far below the best rate the partner ever accepted would not end come whatever
+ * our rate (a quota shared with other clients, or chance): pacing stops rather than spiral down,
+ * and the window alone answers them, as it does stray 429s.
+ */
+function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'throttled' }>, now: number): WindowState {
+  const pace = state.rate ?? Number.POSITIVE_INFINITY;
+  let from: number;
+  let target: number;
+  if (event.throttledShare >= WINDOW_RULES.pacingShare) {
+    from = Math.min(pace, event.sendRate * (1 - event.throttledShare));
+    target = Math.max(from, Math.min(pace, event.acceptedRate));
+  } else {
+    from = Math.min(pace, Math.max(event.acceptedRate, pace * (1 - WINDOW_RULES.strayCutLimit)));
+    target = from;
+  }
+  const rate = Math.max(WINDOW_RULES.minRate, from * WINDOW_RULES.rateBackoff);
+  if (!(from > 0) || !Number.isFinite(from) || rate < state.peakAcceptedRate * WINDOW_RULES.minPaceShare) {
+    return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now };
+  }
+  const room = (WINDOW_RULES.windowHeadroom * rate * (state.smoothedLatencyMs ?? 0)) / 1000;
+  const window = Math.max(1, state.window * WINDOW_RULES.throttleBackoff, Math.min(state.window, room));
+  return {
+    ...state, window, slowStart: false, lastCutAt: now, throttleCutAt: now,
+    rate, rateAtThrottle: target, rateUpdatedAt: now, probingRateSince: undefined,
+  };
+}
+
+/** Multiplicative decrease of the window, ending slow start. */
+function cutWindow(state: WindowState, now: number): WindowState {
+  return { ...state, window: Math.max(1, state.window * WINDOW_RULES.throttleBackoff), slowStart: false, lastCutAt: now };
+}
+
+/** A 5xx or a transport failure: an overloaded partner often answers so; cut the window once per round trip. */
+function onError(state: WindowState, event: Extract<WindowEvent, { type: 'error' }>, now: number): WindowState {
+  return event.sentAt < state.lastCutAt ? state : cutWindow(state, now);
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}

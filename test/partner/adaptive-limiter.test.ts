@@ -1,0 +1,139 @@
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { AdaptiveLimiter } from '../../src/partner/adaptive-limiter.js';
+import type { ConcurrencySlot } from '../../src/partner/concurrency.js';
+import { WINDOW_RULES } from '../../src/partner/_window-rules.js';
+import { SimClock } from './_adaptive-sim.js';
+
+async function slotOf(limiter: AdaptiveLimiter, signals?: AbortSignal[]): Promise<ConcurrencySlot> {
+  const slot = await limiter.acquire(signals);
+  if (slot === 'aborted') throw new Error('expected a slot');
+  return slot;
+}
+
+/** Lets promise callbacks run (the limiter grants synchronously; callers resume in microtasks). */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('AdaptiveLimiter', () => {
+  it('admits the initial window, then serves waiters in arrival order as slots come back', async () => {
+    const clock = new SimClock();
+    const limiter = new AdaptiveLimiter({ ceiling: 8, initialWindow: 2, clock });
+    const a = await slotOf(limiter);
+    await slotOf(limiter);
+    expect(limiter.inFlight).toBe(2);
+
+    const order: string[] = [];
+    const third = limiter.acquire().then((s) => (order.push('third'), s));
+    const fourth = limiter.acquire().then((s) => (order.push('fourth'), s));
+    await settle();
+    expect(order).toEqual([]);
+    expect(limiter.snapshot().waiting).toBe(2);
+
+    // Released unused: a slot back, nothing learned.
+    a.release({ latencyMs: 0, signal: 'dropped' });
+    await settle();
+    expect(order).toEqual(['third']);
+    expect(limiter.limit).toBe(2);
+    (await third as ConcurrencySlot).release({ latencyMs: 0, signal: 'dropped' });
+    await fourth;
+    expect(order).toEqual(['third', 'fourth']);
+    expect(limiter.inFlight).toBe(2);
+  });
+
+  it('grows the window as answers come back while it is in use, and shrinks it on errors', async () => {
+    const clock = new SimClock();
+    const limiter = new AdaptiveLimiter({ ceiling: 16, clock });
+    expect(limiter.limit).toBe(WINDOW_RULES.initialWindow);
+    const slots = await Promise.all(Array.from({ length: 4 }, () => slotOf(limiter)));
+    for (const slot of slots) slot.release({ latencyMs: 20, signal: 'ok' });
+    // The first request left with the window a quarter used: its answer grows nothing.
+    expect(limiter.limit).toBe(4 + 3 * WINDOW_RULES.slowStartGrowth);
+    const failing = await slotOf(limiter);
+    failing.release({ latencyMs: 20, signal: 'error' });
+    expect(limiter.limit).toBeCloseTo(5.5 * WINDOW_RULES.throttleBackoff, 9);
+  });
+
+  it('ignores a second release of the same slot', async () => {
+    const limiter = new AdaptiveLimiter({ ceiling: 4, clock: new SimClock() });
+    const slot = await slotOf(limiter);
+    slot.release({ latencyMs: 5, signal: 'error' });
+    const after = limiter.limit;
+    slot.release({ latencyMs: 5, signal: 'error' });
+    expect(limiter.inFlight).toBe(0);
+    expect(limiter.limit).toBe(after);
+  });
+
+  it('answers aborted at once for an aborted signal, and lets an aborted waiter leave the queue', async () => {
+    const limiter = new AdaptiveLimiter({ ceiling: 4, initialWindow: 1, clock: new SimClock() });
+    expect(await limiter.acquire([AbortSignal.abort()])).toBe('aborted');
+
+    const held = await slotOf(limiter);
+    const stop = new AbortController();
+    const waiting = limiter.acquire([undefined, stop.signal]);
+    const behind = limiter.acquire();
+    stop.abort();
+    expect(await waiting).toBe('aborted');
+    expect(limiter.snapshot().waiting).toBe(1);
+    held.release({ latencyMs: 5, signal: 'dropped' });
+    expect(await behind).not.toBe('aborted');
+  });
+
+  it('keeps one abort listener per signal however many wait on it, and none once they are gone', async () => {
+    const limiter = new AdaptiveLimiter({ ceiling: 2, initialWindow: 1, clock: new SimClock() });
+    const held = await slotOf(limiter);
+    const run = new AbortController();
+    const other = new AbortController();
+    const waiters = Array.from({ length: 40 }, (_, i) => limiter.acquire(i % 2 === 0 ? [run.signal] : [run.signal, other.signal]));
+    expect(getEventListeners(run.signal, 'abort')).toHaveLength(1);
+    expect(getEventListeners(other.signal, 'abort')).toHaveLength(1);
+
+    // The first two waiters are served in turn; the others still wait, so the listeners stay.
+    held.release({ latencyMs: 1, signal: 'dropped' });
+    const first = await waiters[0];
+    if (first === undefined || first === 'aborted') throw new Error('the first waiter should have had a slot');
+    first.release({ latencyMs: 1, signal: 'dropped' });
+    expect(await waiters[1]).not.toBe('aborted');
+    expect(getEventListeners(run.signal, 'abort')).toHaveLength(1);
+
+    // Aborting one signal ends its waiters (the odd ones left: 19) and removes its listener.
+    other.abort();
+    await settle();
+    expect(limiter.snapshot().waiting).toBe(19);
+    expect(getEventListeners(other.signal, 'abort')).toHaveLength(0);
+    expect(getEventListeners(run.signal, 'abort')).toHaveLength(1);
+
+    run.abort();
+    const results = await Promise.all(waiters.slice(2));
+    expect(results.every((r) => r === 'aborted')).toBe(true);
+    expect(getEventListeners(run.signal, 'abort')).toHaveLength(0);
+    expect(limiter.snapshot().waiting).toBe(0);
+  });
+
+  it('paces requests once 429s are a fair share of the answers, and hands slots out on schedule', async () => {
+    const clock = new SimClock();
+    const limiter = new AdaptiveLimiter({ ceiling: 32, initialWindow: 32, clock });
+    expect(limiter.snapshot().rate).toBeNull();
+    // One second of sends, then half of them answered 429.
+    const slots: ConcurrencySlot[] = [];
+    for (let i = 0; i < 32; i += 1) {
+      slots.push(await slotOf(limiter));
+      await clock.runUntil(clock.now() + 30);
+    }
+    for (const [i, slot] of slots.entries()) slot.release({ latencyMs: 100, signal: i % 2 === 0 ? 'ok' : 'throttled' });
+    const rate = limiter.snapshot().rate;
+    expect(rate).not.toBeNull();
+    expect(rate).toBeGreaterThan(5);
+    expect(rate).toBeLessThan(32);
+
+    // Ten callers at once: the first goes now, the others one pacing interval apart.
+    const grantedAt: number[] = [];
+    const callers = Array.from({ length: 10 }, () => limiter.acquire().then((slot) => {
+      grantedAt.push(clock.now());
+      return slot;
+    }));
+    await clock.runUntil(clock.now() + 5000);
+    await Promise.all(callers);
+    const gaps = grantedAt.slice(1).map((t, i) => t - (grantedAt[i] as number));
+    for (const gap of gaps) expect(gap).toBeCloseTo(1000 / (rate as number), 6);
+  });
+});

@@ -1,0 +1,106 @@
+// The adaptive limiter against simulated partners, in simulated time (see _adaptive-sim.ts): the
+// issue's four profiles and targets, and the run's window settling. The benchmark (`node
+// bench/run.js --only partner`) measures the same profiles with real processes on loopback.
+import { describe, expect, it } from 'vitest';
+import { AdaptiveLimiter } from '../../src/partner/adaptive-limiter.js';
+import { FixedLimiter, type ConcurrencyLimiter } from '../../src/partner/concurrency.js';
+import { createRandom } from '../../src/sandbox/faults.js';
+import {
+  capacityPartner, latencyPartner, logNormal, rateCapPartner, simulateRun, type SimClock, type SimResult, type SimSecond,
+} from './_adaptive-sim.js';
+
+type MakeLimiter = (ceiling: number) => (clock: SimClock) => ConcurrencyLimiter;
+const adaptive: MakeLimiter = (ceiling) => (clock) => new AdaptiveLimiter({ ceiling, clock });
+const fixed: MakeLimiter = (limit) => () => new FixedLimiter(limit);
+const SEED = 7;
+
+const throttledShare = (r: SimResult): number => r.throttled / r.attempts;
+const rowsPerS = (r: SimResult): number => r.succeeded / (r.durationMs / 1000);
+const mean = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
+/** The whole seconds of the timeline from `fromS` on, the last (partial) one left out. */
+const after = (r: SimResult, fromS: number): SimSecond[] => r.timeline.slice(0, -1).filter((s) => s.t > fromS);
+
+describe('adaptive concurrency against simulated partners', () => {
+  it.each(['window', 'bucket'] as const)('(a) an unknown cap of 40/s (%s), 200 ms log-normal: ≥ 0.95 of the cap, ≤ 3%% answered 429', async (mode) => {
+    const r = await simulateRun({
+      rows: 2400, senders: 32, seed: SEED, limiter: adaptive(32),
+      partner: rateCapPartner({ cap: () => 40, mode, latency: logNormal(200, 0.25, createRandom(SEED + 1)) }),
+    });
+    expect(r.succeeded).toBe(2400);
+    expect(rowsPerS(r) / 40).toBeGreaterThanOrEqual(0.95);
+    expect(throttledShare(r)).toBeLessThanOrEqual(0.03);
+    // It settles: after the start, the pace stays near the cap and the partner's seconds are full.
+    const settled = after(r, 20);
+    expect(mean(settled.map((s) => s.ok))).toBeGreaterThanOrEqual(0.93 * 40);
+    for (const s of settled) expect(s.rate).toBeGreaterThan(32);
+    for (const s of settled) expect(s.rate).toBeLessThan(48);
+  });
+
+  it('(a) also when 429s are answered at once rather than after the latency', async () => {
+    const r = await simulateRun({
+      rows: 2400, senders: 32, seed: SEED, limiter: adaptive(32),
+      partner: rateCapPartner({ cap: () => 40, mode: 'window', instantThrottle: true, latency: logNormal(200, 0.25, createRandom(SEED + 1)) }),
+    });
+    expect(rowsPerS(r) / 40).toBeGreaterThanOrEqual(0.93);
+    expect(throttledShare(r)).toBeLessThanOrEqual(0.03);
+  });
+
+  it('(b) a cap dropping from 40 to 20/s after 30 s: within 1/0.9 of the ideal time, ≤ 5% answered 429', async () => {
+    const rows = 2400;
+    const r = await simulateRun({
+      rows, senders: 32, seed: SEED, limiter: adaptive(32),
+      partner: rateCapPartner({ cap: (t) => (t < 30_000 ? 40 : 20), mode: 'window', latency: logNormal(200, 0.25, createRandom(SEED + 1)) }),
+    });
+    const idealS = 30 + (rows - 30 * 40) / 20;
+    expect(r.succeeded).toBe(rows);
+    expect(idealS / (r.durationMs / 1000)).toBeGreaterThanOrEqual(0.9);
+    expect(throttledShare(r)).toBeLessThanOrEqual(0.05);
+    const settled = after(r, 45);
+    expect(mean(settled.map((s) => s.ok))).toBeGreaterThanOrEqual(0.9 * 20);
+    for (const s of settled) expect(s.rate).toBeLessThan(25);
+  });
+
+  it.each([0, 0.25])('(c) 16 workers × 200 ms (sigma %s), FIFO queue beyond, c=64: ≥ 0.9 of 80/s, the partner\'s median latency ≤ 300 ms', async (sigma) => {
+    const r = await simulateRun({
+      rows: 2400, senders: 64, seed: SEED, limiter: adaptive(64),
+      partner: capacityPartner({ workers: 16, service: logNormal(200, sigma, createRandom(SEED + 1)) }),
+    });
+    expect(rowsPerS(r) / 80).toBeGreaterThanOrEqual(0.9);
+    expect(r.partnerMedianMs).toBeLessThanOrEqual(1.5 * 200);
+    // It settles around the partner's 16 workers, far below the ceiling of 64.
+    for (const s of after(r, r.timeline.length / 2)) {
+      expect(s.limit).toBeGreaterThanOrEqual(12);
+      expect(s.limit).toBeLessThanOrEqual(32);
+    }
+  });
+
+  it('(d) no limit, c=32, 50 ms, the client near a full core: ≥ 0.9 of 640/s, as fast as a fixed 32, the window at the ceiling', async () => {
+    const run = (limiter: MakeLimiter) =>
+      simulateRun({ rows: 10_000, senders: 32, seed: SEED, limiter: limiter(32), clientCpuMs: 1, partner: latencyPartner({ latency: () => 50 }) });
+    const [a, f] = [await run(adaptive), await run(fixed)];
+    expect(rowsPerS(a) / 640).toBeGreaterThanOrEqual(0.9);
+    expect(rowsPerS(a) / rowsPerS(f)).toBeGreaterThanOrEqual(0.97);
+    for (const s of after(a, 2)) expect(s.limit).toBe(32);
+  });
+
+  it('CPU-bound (no latency, c=64): our own CPU is not taken for a partner queue', async () => {
+    const run = (limiter: MakeLimiter) =>
+      simulateRun({ rows: 10_000, senders: 64, seed: SEED, limiter: limiter(64), clientCpuMs: 1.5, partner: latencyPartner({ latency: () => 0.5 }) });
+    const [a, f] = [await run(adaptive), await run(fixed)];
+    expect(rowsPerS(a) / rowsPerS(f)).toBeGreaterThanOrEqual(0.95);
+    // The measured latency is all ours (64 requests queue for one core): the window stays wide.
+    for (const s of after(a, 2)) expect(s.limit).toBeGreaterThanOrEqual(16);
+  });
+
+  it('5% of answers 429 at random, 50 ms (the issue\'s example): no sender waits for another\'s Retry-After', async () => {
+    const run = (limiter: MakeLimiter) => simulateRun({
+      rows: 2000, senders: 32, seed: SEED, limiter: limiter(32),
+      partner: latencyPartner({ latency: () => 50, throttle: { share: 0.05, random: createRandom(SEED + 2) } }),
+    });
+    const [a, f] = [await run(adaptive), await run(fixed)];
+    // The fixed limiter has no pause gate either: both only wait out each 429's own Retry-After.
+    expect(a.succeeded).toBe(2000);
+    expect(a.durationMs / f.durationMs).toBeLessThanOrEqual(1.15);
+    expect(a.durationMs).toBeLessThan(20_000);
+  });
+});

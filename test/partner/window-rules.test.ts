@@ -1,0 +1,274 @@
+import { describe, expect, it } from 'vitest';
+import {
+  WINDOW_RULES as R,
+  createWindowState,
+  effectiveWindow,
+  nextWindowState,
+  type WindowEvent,
+  type WindowState,
+} from '../../src/partner/_window-rules.js';
+
+type Ok = Extract<WindowEvent, { type: 'ok' }>;
+type Throttled = Extract<WindowEvent, { type: 'throttled' }>;
+
+const ok = (fields: Partial<Ok> = {}): Ok => ({ type: 'ok', latencyMs: 100, sentAt: 0, inFlightAtSend: 64, paceLimited: false, ...fields });
+const throttled = (fields: Partial<Throttled> = {}): Throttled => ({
+  type: 'throttled', sentAt: 0, sendRate: 50, acceptedRate: 40, throttledShare: 0.02, ...fields,
+});
+
+/** A state after slow start, as a table row sets it up. */
+function stateWith(fields: Partial<WindowState>, ceiling = 32): WindowState {
+  return { ...createWindowState(ceiling, 0), slowStart: false, ...fields };
+}
+
+/**
+ * Feeds `n` ok answers of `latencyMs`, one per ms from `from`, each sent at its own time, with the
+ * window not in use (so that only the latency rule moves it).
+ */
+function feedOk(state: WindowState, n: number, latencyMs: number, from: number): WindowState {
+  let s = state;
+  for (let i = 0; i < n; i += 1) s = nextWindowState(s, ok({ latencyMs, sentAt: from + i, inFlightAtSend: 0 }), from + i);
+  return s;
+}
+
+describe('createWindowState', () => {
+  it.each([
+    [32, undefined, 4],
+    [2, undefined, 2],
+    [32, 10, 10],
+    [8, 10, 8],
+  ])('ceiling %i, initial window %s → window %i in slow start', (ceiling, initial, window) => {
+    const state = createWindowState(ceiling, 0, initial);
+    expect(state.window).toBe(window);
+    expect(state.slowStart).toBe(true);
+    expect(state.rate).toBeUndefined();
+  });
+
+  it.each([[0], [1.5], [-3], [Number.NaN]])('refuses the ceiling %s', (ceiling) => {
+    expect(() => createWindowState(ceiling, 0)).toThrow(RangeError);
+  });
+
+  it('refuses an initial window below 1', () => {
+    expect(() => createWindowState(8, 0, 0.5)).toThrow(RangeError);
+  });
+});
+
+describe('the window on ok answers', () => {
+  it.each<[string, Partial<WindowState>, Partial<Ok>, number]>([
+    ['slow start adds half a request per answer', { slowStart: true, window: 4 }, {}, 4 + R.slowStartGrowth],
+    ['additive increase adds 1/window per answer (one per round trip)', { window: 10 }, {}, 10.1],
+    ['never beyond the ceiling', { slowStart: true, window: 31.8 }, {}, 32],
+    ['not while the window is not in use (less than half of it in flight)', { window: 10 }, { inFlightAtSend: 4 }, 10],
+    ['not from an answer to a request sent before the last cut', { window: 10, lastCutAt: 50 }, { sentAt: 40 }, 10],
+    ['not while the baseline is re-measured', { window: 10, probing: true }, {}, 10],
+  ])('%s', (_name, setup, event, window) => {
+    const next = nextWindowState(stateWith(setup), ok({ sentAt: 100, ...event }), 200);
+    expect(next.window).toBeCloseTo(window, 9);
+  });
+
+  it('smooths the latency like TCP SRTT (1/8 of the new sample)', () => {
+    const first = nextWindowState(stateWith({}), ok({ latencyMs: 200 }), 1);
+    expect(first.smoothedLatencyMs).toBe(200);
+    const second = nextWindowState(first, ok({ latencyMs: 280 }), 2);
+    expect(second.smoothedLatencyMs).toBeCloseTo(210, 9);
+  });
+});
+
+describe('the window on errors', () => {
+  it.each<[string, Partial<WindowState>, number, number, boolean]>([
+    ['cuts multiplicatively and ends slow start', { slowStart: true, window: 20 }, 100, 20 * R.throttleBackoff, false],
+    ['never below 1', { window: 1.1 }, 100, 1, false],
+    ['once per round trip: not for a request sent before the last cut', { window: 20, lastCutAt: 150 }, 100, 20, false],
+  ])('%s', (_name, setup, sentAt, window, slowStart) => {
+    const next = nextWindowState(stateWith(setup), { type: 'error', sentAt }, 200);
+    expect(next.window).toBeCloseTo(window, 9);
+    expect(next.slowStart).toBe(slowStart);
+  });
+});
+
+describe('429s before pacing', () => {
+  it('a stray 429 cuts the window only, once per second', () => {
+    const start = stateWith({ slowStart: true, window: 20 });
+    const cut = nextWindowState(start, throttled({ sentAt: 100, throttledShare: 0.02 }), 200);
+    expect(cut.window).toBeCloseTo(16, 9);
+    expect(cut.rate).toBeUndefined();
+    expect(cut.slowStart).toBe(false);
+
+    const soon = nextWindowState(cut, throttled({ sentAt: 300, throttledShare: 0.04 }), 700);
+    expect(soon.window).toBe(cut.window);
+    const later = nextWindowState(cut, throttled({ sentAt: 300, throttledShare: 0.04 }), 200 + R.throttleCutSpacingMs);
+    expect(later.window).toBeCloseTo(16 * R.throttleBackoff, 9);
+  });
+
+  it('a fair share of 429s starts pacing below the send rate less that share, returning to the accepted rate', () => {
+    const start = stateWith({ window: 30, smoothedLatencyMs: 200 });
+    // Sent 100/s, 40% answered 429: the partner takes about 60/s; it accepted 70/s over two seconds.
+    const next = nextWindowState(start, throttled({ sentAt: 100, sendRate: 100, acceptedRate: 70, throttledShare: 0.4 }), 200);
+    expect(next.rate).toBeCloseTo(60 * R.rateBackoff, 9);
+    expect(next.rateAtThrottle).toBe(70);
+    // The window keeps room for twice what the rate puts in flight (57/s × 0.2 s × 2 ≈ 22.8).
+    expect(next.window).toBeCloseTo(Math.max(30 * R.throttleBackoff, 2 * next.rate! * 0.2), 9);
+    expect(next.lastCutAt).toBe(200);
+  });
+
+  it('starts pacing even on an answer to a request sent before the last cut (the share is the evidence)', () => {
+    const start = stateWith({ window: 16, lastCutAt: 150 });
+    const next = nextWindowState(start, throttled({ sentAt: 100, throttledShare: 0.3 }), 200);
+    expect(next.rate).toBeDefined();
+  });
+
+  it('does not pace when it knows no send rate yet', () => {
+    const next = nextWindowState(stateWith({ window: 16 }), throttled({ sendRate: 0, acceptedRate: 0, throttledShare: 0.5 }), 200);
+    expect(next.rate).toBeUndefined();
+    expect(next.window).toBeCloseTo(16 * R.throttleBackoff, 9);
+  });
+});
+
+describe('429s while pacing', () => {
+  const pacing = (fields: Partial<WindowState> = {}): WindowState =>
+    stateWith({ window: 20, smoothedLatencyMs: 200, rate: 42, rateAtThrottle: 40, throttleCutAt: 0, lastCutAt: 0, peakAcceptedRate: 40, ...fields });
+
+  it.each<[string, Partial<Throttled>, number]>([
+    ['a stray 429 cuts to a share of the accepted rate', { acceptedRate: 40 }, 40 * R.rateBackoff],
+    ['… never more than strayCutLimit below the pace (the count held idle moments)', { acceptedRate: 20 }, 42 * (1 - R.strayCutLimit) * R.rateBackoff],
+    ['… never above the pace', { acceptedRate: 60 }, 42 * R.rateBackoff],
+    ['a fair share of 429s cuts from the send rate less that share', { sendRate: 42, acceptedRate: 40, throttledShare: 0.5 }, 21 * R.rateBackoff],
+  ])('%s', (_name, event, rate) => {
+    const next = nextWindowState(pacing(), throttled({ sentAt: 5000, ...event }), 6000);
+    expect(next.rate).toBeCloseTo(rate, 9);
+    expect(next.throttleCutAt).toBe(6000);
+  });
+
+  it('a stray 429 within a second of the last cut changes nothing', () => {
+    const state = pacing({ throttleCutAt: 5500, lastCutAt: 5500 });
+    expect(nextWindowState(state, throttled({ sentAt: 5600 }), 6000)).toEqual({ ...state });
+  });
+
+  it('a fair share of 429s cuts once per round trip, not once per second', () => {
+    const state = pacing({ throttleCutAt: 5500, lastCutAt: 5500 });
+    const before = nextWindowState(state, throttled({ sentAt: 5400, throttledShare: 0.4 }), 5700);
+    expect(before.rate).toBe(42);
+    const after = nextWindowState(state, throttled({ sentAt: 5600, throttledShare: 0.4 }), 5800);
+    expect(after.rate).toBeLessThan(42);
+  });
+
+  it('stops pacing rather than spiral below a quarter of the best accepted rate (the 429s are not about our rate)', () => {
+    const state = pacing({ rate: 12, peakAcceptedRate: 60 });
+    const next = nextWindowState(state, throttled({ sentAt: 5000, sendRate: 12, acceptedRate: 8, throttledShare: 0.3 }), 6000);
+    expect(next.rate).toBeUndefined();
+    expect(next.window).toBeCloseTo(20 * R.throttleBackoff, 9);
+  });
+
+  it('does not cut the window below the room the new rate needs', () => {
+    const next = nextWindowState(pacing({ window: 8 }), throttled({ sentAt: 5000, acceptedRate: 40 }), 6000);
+    // 38/s × 0.2 s × 2 = 15.2 > 8: the window stays.
+    expect(next.window).toBe(8);
+  });
+});
+
+describe('the pacing rate between 429s', () => {
+  const pacing = stateWith({ rate: 36, rateAtThrottle: 40, rateUpdatedAt: 0, smoothedLatencyMs: 200 });
+
+  it('returns exponentially to the rate of the last 429 while pacing holds requests back', () => {
+    const next = nextWindowState(pacing, ok({ paceLimited: true, sentAt: 400 }), 500);
+    // Half of the gap in half a second (time constant 1 s, linearised), plus the slow probe.
+    expect(next.rate).toBeCloseTo(36 + 4 * 0.5 + 40 * R.rateProbePerS * 0.5, 9);
+  });
+
+  it('does not move while the senders, not pacing, are the limit', () => {
+    const next = nextWindowState(pacing, ok({ paceLimited: false, sentAt: 400 }), 500);
+    expect(next.rate).toBe(36);
+    expect(next.rateUpdatedAt).toBe(500);
+  });
+
+  it('probes beyond it, slowly at first and faster the longer it goes unthrottled', () => {
+    let s = stateWith({ rate: 40, rateAtThrottle: 40, rateUpdatedAt: 0, probingRateSince: 0, smoothedLatencyMs: 200 });
+    const growthAt = (t: number): number => {
+      const before = s.rate as number;
+      s = nextWindowState(s, ok({ paceLimited: true, sentAt: t - 100 }), t);
+      return ((s.rate as number) - before) / before;
+    };
+    const early = growthAt(100);
+    for (let t = 200; t < 10_000; t += 100) growthAt(t);
+    const late = growthAt(10_000);
+    expect(early).toBeCloseTo(R.rateProbePerS * 0.1, 3);
+    // Two doubling times later, the probe grows about four times as fast.
+    expect(late / early).toBeGreaterThan(3.5);
+    expect(late / early).toBeLessThan(4.5);
+  });
+
+  it('ends once the window alone would bind first (the learned rate no longer matters)', () => {
+    // Ceiling 32 at 200 ms carries 160/s; with headroom 2, pacing above 320/s is pointless.
+    const state = stateWith({ rate: 319, rateAtThrottle: 300, rateUpdatedAt: 0, smoothedLatencyMs: 200, probingRateSince: 0 });
+    expect(nextWindowState(state, ok({ paceLimited: true, sentAt: 900, latencyMs: 200 }), 1000).rate).toBeUndefined();
+  });
+});
+
+describe('the latency rule', () => {
+  const round = R.roundSamples;
+
+  it('the first round sets the baseline; a round within the allowance keeps the window', () => {
+    let s = feedOk(stateWith({ window: 20 }), round, 200, 0);
+    expect(s.baselineMs).toBe(200);
+    s = feedOk(s, round, 245, 1000);
+    expect(s.window).toBe(20);
+    expect(s.lastCutAt).toBe(Number.NEGATIVE_INFINITY);
+  });
+
+  it('cuts in proportion when the partner queues: latency well above the baseline, relatively and absolutely', () => {
+    let s = feedOk(stateWith({ window: 40 }), round, 200, 0);
+    // Queueing doubles the latency: the smoothed latency rises past half the allowance (225 ms),
+    // the round past all of it (250 ms), and the window is cut to what would give 225 ms.
+    s = feedOk(s, round, 400, 1000);
+    expect(s.latencyTrendMs).toBe(250);
+    expect(s.window).toBeCloseTo((40 * 225) / 400, 9);
+    expect(s.slowStart).toBe(false);
+    expect(s.lastCutAt).toBe(1000 + round - 1);
+  });
+
+  it('never cuts below half the window in one round', () => {
+    let s = feedOk(stateWith({ window: 40 }), round, 100, 0);
+    s = feedOk(s, round, 5000, 1000);
+    expect(s.window).toBeGreaterThanOrEqual(20);
+  });
+
+  it.each([
+    ['a rise within the absolute floor (our own event loop, not the partner)', 2, 40],
+    ['a rise within the relative tolerance of a slow partner', 1000, 1190],
+  ])('does not cut on %s', (_name, base, risen) => {
+    let s = feedOk(stateWith({ window: 32 }), round, base, 0);
+    for (let r = 1; r <= 8; r += 1) s = feedOk(s, round, risen, r * 1000);
+    expect(s.window).toBeGreaterThanOrEqual(32);
+  });
+
+  it('does not cut on one slow round while the smoothed latency stays near the baseline', () => {
+    let s = feedOk(stateWith({ window: 32 }), round, 200, 0);
+    s = feedOk(s, round, 290, 1000);
+    expect(s.latencyTrendMs).toBeCloseTo(222.5, 9);
+    expect(s.window).toBeGreaterThanOrEqual(32);
+  });
+
+  it('ignores answers to requests sent before the round began', () => {
+    let s = feedOk(stateWith({ window: 20 }), round, 200, 0);
+    const startedAt = s.roundStartedAt;
+    for (let i = 0; i < round; i += 1) s = nextWindowState(s, ok({ latencyMs: 900, sentAt: startedAt - 1 }), startedAt + i);
+    expect(s.roundLatencies).toEqual([]);
+    expect(s.window).toBeGreaterThanOrEqual(20);
+  });
+
+  it('re-measures a baseline not confirmed for baselineTtlMs with a round at half the window', () => {
+    let s = feedOk(stateWith({ window: 20 }), round, 200, 0);
+    // The partner's own latency rose for good, within the allowance: no cut, but the smoothed
+    // latency no longer comes near the baseline.
+    let t = 1000;
+    for (; !s.probing && t < 60_000; t += 1000) s = feedOk(s, round, 245, t);
+    expect(s.probing).toBe(true);
+    expect(t).toBeGreaterThan(R.baselineTtlMs);
+    expect(s.window).toBe(20);
+    expect(effectiveWindow(s)).toBe(10);
+    s = feedOk(s, round, 240, t);
+    expect(s.probing).toBe(false);
+    expect(s.baselineMs).toBe(240);
+    expect(effectiveWindow(s)).toBe(20);
+  });
+});
