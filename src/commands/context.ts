@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { parseDuration } from '../duration.js';
 import type { Io } from '../io.js';
 
 /**
@@ -37,19 +38,6 @@ export function parseNumberIn(flag: string, min: number, max: number, integer = 
   };
 }
 
-const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/**
- * Parses a duration as the contract writes them: `90s`, `15m`, `2h`, `30d`, `500ms`, or a bare
- * number of seconds. Returns milliseconds; `undefined` when the text is not a duration.
- */
-export function parseDuration(text: string): number | undefined {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/i.exec(text);
-  if (m === null) return undefined;
-  const ms = Number(m[1]) * (DURATION_UNITS[(m[2] ?? 's').toLowerCase()] ?? 1000);
-  return Number.isFinite(ms) ? Math.round(ms) : undefined;
-}
-
 /** A commander parser for a duration flag (see {@link parseDuration}); throws a usage error naming the flag. */
 export function parseDurationFlag(flag: string, minMs = 1): (value: string) => number {
   return (value: string) => {
@@ -60,3 +48,5 @@ export function parseDurationFlag(flag: string, minMs = 1): (value: string) => n
     return ms;
   };
 }
+
+export { parseDuration } from '../duration.js';

@@ -9,7 +9,9 @@ import type { Operation } from '../partner/types.js';
 import { createProgressReporter } from '../pipeline/progress.js';
 import { checkInputHeader, runJob } from '../pipeline/run-job.js';
 import { formatSummary, nextStep } from '../pipeline/summary.js';
-import { FixedLimiter, formatDuration, type ConcurrencyLimiter } from '../partner/index.js';
+import { formatDuration } from '../duration.js';
+import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
+import { FixedLimiter } from '../partner/concurrency.js';
 import { openPartner } from './_connect.js';
 import { parseDurationFlag, parseNumberIn, type RegisterCommand } from './context.js';
 
@@ -133,7 +135,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         environment: connection.environment,
         operation: settings.operation,
         connect: async ({ onEvent }) => {
-          const limiter = settings.adaptive ? createAdaptiveLimiter(concurrency) : new FixedLimiter(concurrency);
+          const limiter = settings.adaptive ? new AdaptiveLimiter({ ceiling: concurrency }) : new FixedLimiter(concurrency);
           const c = await openPartner(connection, io, {
             concurrency,
             limiter,
@@ -186,8 +188,3 @@ function durationDefault(value: string | number | undefined, flag: string): numb
   return parseDurationFlag(flag)(String(value));
 }
 
-/** The adaptive limiter (contract §5); its ceiling is --concurrency. */
-function createAdaptiveLimiter(ceiling: number): ConcurrencyLimiter {
-  // TODO(adaptive): replaced by AdaptiveLimiter when it lands.
-  return new FixedLimiter(ceiling);
-}

@@ -10,6 +10,7 @@
  * (401/403, 404/405, a redirect) and a `Retry-After` beyond `maxRetryAfterMs` halt it at once.
  */
 import type { ZodType } from 'zod';
+import { formatDuration } from '../duration.js';
 import { classifyAnswer, readString, type AttemptClass } from './_classify.js';
 import { sleep } from './_sleep.js';
 import { Transport, type RawAttempt } from './_transport.js';
@@ -515,16 +516,6 @@ function limiterSignal(cls: AttemptClass): AttemptSample['signal'] {
   if (cls.throttled) return 'throttled';
   if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') return 'error';
   return 'ok';
-}
-
-/** `45s`, `12m`, `1h30m`, `10h` — for messages about waiting. */
-export function formatDuration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return s % 60 === 0 ? `${m}m` : `${m}m${String(s % 60).padStart(2, '0')}s`;
-  const h = Math.floor(m / 60);
-  return m % 60 === 0 ? `${h}h` : `${h}h${String(m % 60).padStart(2, '0')}m`;
 }
 
 function positiveInt(value: number | undefined, fallback: number): number {

@@ -1,7 +1,7 @@
 // The partner interface: schemas, types, and the HTTP client with its retry policy.
 export * from './schemas.js';
 export type * from './types.js';
-export { createPartnerClient, formatDuration } from './client.js';
+export { createPartnerClient } from './client.js';
 export type { BreakerName, CallOptions, ClientEvent, PartnerClient, PartnerClientOptions } from './client.js';
 export { calculateRetryDelay, parseRetryAfter } from './backoff.js';
 export type { RetryDelayInput } from './backoff.js';
@@ -10,6 +10,7 @@ export { RateLimiter } from './rate-limiter.js';
 export { CircuitBreaker } from './circuit-breaker.js';
 export type { BreakerOpening, BreakerPermit, BreakerState, CircuitBreakerOptions } from './circuit-breaker.js';
 export { FixedLimiter } from './concurrency.js';
+export { AdaptiveLimiter } from './adaptive-limiter.js';
 export type { AttemptSample, ConcurrencyLimiter, ConcurrencySlot } from './concurrency.js';
 export type { MetricsSample } from './metrics.js';
 export { MAX_AGENT_ID_LENGTH, readValidation } from './_classify.js';

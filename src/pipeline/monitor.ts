@@ -7,7 +7,8 @@
  */
 import type { Ledger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
-import { formatDuration, type ClientEvent, type PartnerClient } from '../partner/index.js';
+import { formatDuration } from '../duration.js';
+import type { ClientEvent, PartnerClient } from '../partner/index.js';
 
 const SAMPLE_EVERY_MS = 1000;
 /** Transient failures (5xx, time-outs, 429s) within this window that make a warn line. */
