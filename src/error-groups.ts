@@ -53,6 +53,8 @@ const REPLACEMENTS: readonly [RegExp, string][] = [
   // Tokens mixing letters and digits (ids, quote numbers, VINs) and long hex strings.
   [/\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}\b/g, '<id>'],
   [/\b\d+(?:\.\d+)?\b/g, 'N'],
+  // A US state code after the word "state" (the partner's `State AK is not supported.`).
+  [/\b([Ss]tate|STATE) [A-Z]{2}\b/g, '$1 XX'],
 ];
 
 /** Takes row numbers, quoted values, ids, e-mails, URLs and numbers out of a message. */
@@ -95,19 +97,32 @@ export function errorKindOf(input: ErrorKindInput): ErrorKind {
   return { key: `${input.state}\u0000${code ?? ''}\u0000${subject}`, state: input.state, code, subject, columns };
 }
 
-/** Counts failures by kind, keeping the first few rows of each as samples. Memory grows with kinds, not rows. */
+/** Subject of the group that gathers a state's failures once {@link ErrorGroups} holds `maxKinds` kinds. */
+export const OTHER_KINDS_SUBJECT = 'other kinds (too many to tell apart)';
+
+/**
+ * Counts failures by kind, keeping the first few rows of each as samples. Memory grows with kinds,
+ * not rows, and kinds are capped: past `maxKinds` (default 10,000), a new kind is counted in one
+ * {@link OTHER_KINDS_SUBJECT} group per state, so text that never repeats cannot grow it without end.
+ */
 export class ErrorGroups {
   readonly #groups = new Map<string, ErrorGroup>();
   readonly #samples: number;
+  readonly #maxKinds: number;
 
-  constructor(options: { samples?: number } = {}) {
+  constructor(options: { samples?: number; maxKinds?: number } = {}) {
     this.#samples = options.samples ?? 3;
+    this.#maxKinds = options.maxKinds ?? 10_000;
   }
 
   /** Adds one failure (of `row`, when known) and returns its group. */
   add(input: ErrorKindInput, row?: number, count = 1): ErrorGroup {
-    const kind = errorKindOf(input);
+    let kind = errorKindOf(input);
     let group = this.#groups.get(kind.key);
+    if (group === undefined && this.#groups.size >= this.#maxKinds) {
+      kind = { key: `${input.state}\u0000\u0000\u0000other`, state: input.state, code: null, subject: OTHER_KINDS_SUBJECT, columns: [] };
+      group = this.#groups.get(kind.key);
+    }
     if (group === undefined) {
       group = { ...kind, columns: [], count: 0, rows: [] };
       this.#groups.set(kind.key, group);
@@ -133,9 +148,9 @@ export class ErrorGroups {
   }
 }
 
-/** One line for a group: `state · code · subject (columns …)`. */
+/** One line for a group: `state · code · subject (columns …)`; the code is left out when it repeats the state or the subject. */
 export function describeErrorKind(kind: ErrorKind): string {
   const columns = kind.columns.length === 0 ? '' : ` (${kind.columns.length === 1 ? 'column' : 'columns'} ${kind.columns.join(', ')})`;
-  const head = kind.code === null || kind.subject === kind.code ? kind.state : `${kind.state} · ${kind.code}`;
+  const head = kind.code === null || kind.subject === kind.code || kind.code === kind.state ? kind.state : `${kind.state} · ${kind.code}`;
   return `${head} · ${kind.subject}${columns}`;
 }
