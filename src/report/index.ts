@@ -1,6 +1,8 @@
 // Summaries, exports and the HTML report of a ledger (the analysts' view): re-exports only.
 export { buildReport, resolveJobId, computeStats, computeHistogram, percentileOf } from './build-report.js';
-export { renderTable, TABLE_WIDTH } from './render-table.js';
+export { renderTable, DEFAULT_TABLE_WIDTH } from './render-table.js';
+export { readErrorGroups, type RowErrorGroups } from './row-errors.js';
+export { formatDuration } from './_text.js';
 export { renderCsv, flattenFigures } from './render-csv.js';
 export { renderHtml, STATE_COLORS } from './render-html.js';
 export {
@@ -14,5 +16,6 @@ export {
   REPORT_VERSION, ATTEMPT_KINDS, ATTEMPT_OUTCOMES, ERROR_STATES, DONE_STATES, ROW_ERROR_LIMIT,
   type Report, type ReportAttemptKind, type ReportAttempts, type ReportAttemptError, type ReportCompletions,
   type ReportInvalidAgent, type ReportJob, type ReportKindAttempts, type ReportRowError, type ReportRows,
-  type ReportRun, type ReportTiming, type Stats, type StatsWithHistogram, type HistogramBin,
+  type ReportRun, type ReportTiming, type ReportTimeline, type ReportTimelineSegment, type ReportTimelineBucket,
+  type ReportPartner, type Stats, type StatsWithHistogram, type HistogramBin,
 } from './types.js';

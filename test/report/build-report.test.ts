@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import {
   buildReport, computeHistogram, computeStats, flattenFigures, percentileOf, renderCsv, renderTable, resolveJobId,
-  TABLE_WIDTH, type Report,
+  DEFAULT_TABLE_WIDTH as TABLE_WIDTH, type Report,
 } from '../../src/report/index.js';
 import { QuoteBatchError } from '../../src/errors.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';

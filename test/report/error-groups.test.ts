@@ -31,6 +31,15 @@ describe('errorKindOf', () => {
     expect(a.subject).not.toMatch(/17|90|1990/);
   });
 
+  it("keeps a mapping message's own limits and takes its quoted values out", () => {
+    const vin = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 64: application.vehicles[0].vin: expected a 17-character VIN, got "W7BZMG009HPEN4JT" (column vehicle1_vin)' });
+    expect(vin.subject).toBe('application.vehicles[].vin: expected a 17-character VIN');
+    const tcpa = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 140: compliance.tcpa_consent: expected yes or no (Y/N, yes/no, 1/0, true/false), got "maybe" (column tcpa_consent)' });
+    expect(tcpa.subject).toBe('compliance.tcpa_consent: expected yes or no (Y/N, yes/no, 1/0, true/false)');
+    const unknown = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 9: application.drivers[0].gender: unknown value "X" (known: M, F) (column driver1_gender)' });
+    expect(unknown.subject).toBe('application.drivers[].gender: unknown value "…" (known: M, F)');
+  });
+
   it('takes the first issue of a row with several', () => {
     const kind = errorKindOf({
       state: 'invalid', errorCode: 'mapping_error',
