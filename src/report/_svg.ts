@@ -82,7 +82,7 @@ export function yAxis(scale: Scale, side: 'left' | 'right', title: string, forma
     const y = M.top + PLOT_H * (1 - v / scale.top);
     if (!right) out += `<line class="grid" x1="${M.left}" x2="${W - M.right}" y1="${fx(y)}" y2="${fx(y)}"/>`;
     else out += `<line class="tick" x1="${edge}" x2="${edge + 4}" y1="${fx(y)}" y2="${fx(y)}"/>`;
-    out += `<text class="axis" x="${right ? edge + 7 : edge - 6}" y="${fx(y + 4)}" text-anchor="${right ? 'start' : 'end'}">${escapeHtml(format(v))}</text>`;
+    out += `<text class="axis ${right ? 'y2-tick' : 'y-tick'}" x="${right ? edge + 7 : edge - 6}" y="${fx(y + 4)}" text-anchor="${right ? 'start' : 'end'}">${escapeHtml(format(v))}</text>`;
   }
   const x = right ? W - 10 : 14;
   out += `<text class="axis-title" data-axis="${right ? 'y2' : 'y'}" transform="translate(${x},${fx(M.top + PLOT_H / 2)}) rotate(${right ? 90 : -90})" text-anchor="middle">${escapeHtml(title)}</text>`;
@@ -99,7 +99,7 @@ export function xAxis(title: string, right: number = M.right): string {
 export function xLabel(x: number, text: string, anchor: 'start' | 'middle' | 'end' = 'middle'): string {
   const y = M.top + PLOT_H;
   return `<line class="tick" x1="${fx(x)}" x2="${fx(x)}" y1="${y}" y2="${y + 4}"/>`
-    + `<text class="axis" x="${fx(x)}" y="${y + 16}" text-anchor="${anchor}">${escapeHtml(text)}</text>`;
+    + `<text class="axis x-tick" x="${fx(x)}" y="${y + 16}" text-anchor="${anchor}">${escapeHtml(text)}</text>`;
 }
 
 /** Horizontal bars, one per category (zero bars are listed but not drawn), on a count scale. */
@@ -120,7 +120,7 @@ export function renderBarChart(
   let body = '';
   for (const v of scale.ticks) {
     body += `<line class="grid" x1="${fx(xOf(v))}" x2="${fx(xOf(v))}" y1="${M.top}" y2="${M.top + PLOT_H}"/>`
-      + `<text class="axis" x="${fx(xOf(v))}" y="${M.top + PLOT_H + 16}" text-anchor="middle">${escapeHtml(formatCompact(v))}</text>`;
+      + `<text class="axis x-tick" x="${fx(xOf(v))}" y="${M.top + PLOT_H + 16}" text-anchor="middle">${escapeHtml(formatCompact(v))}</text>`;
   }
   items.forEach((item, i) => {
     const y = M.top + i * rowH + (rowH - barH) / 2;

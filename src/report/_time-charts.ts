@@ -70,7 +70,7 @@ class TimeAxis {
         if (x - lastLabel < LABEL_SPACING) continue;
         lastLabel = x;
         out += `<line class="tick" x1="${fx(x)}" x2="${fx(x)}" y1="${baseline}" y2="${baseline + 4}"/>`
-          + `<text class="axis" x="${fx(x)}" y="${baseline + 16}" text-anchor="middle">${escapeHtml(clock(t, tick))}</text>`;
+          + `<text class="axis x-tick" x="${fx(x)}" y="${baseline + 16}" text-anchor="middle">${escapeHtml(clock(t, tick))}</text>`;
       }
       if (segments.length > 1) {
         out += `<text class="run-label" x="${fx(this.bucketX(i, 0) + 2)}" y="${M.top - 5}">${escapeHtml(`run ${segment.run_id}`)}</text>`;

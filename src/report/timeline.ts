@@ -104,7 +104,11 @@ export function readTimeline(db: Db, jobId: number): ReportTimeline {
   ).raw().iterate(jobId) as Iterable<[number, string, number, number | null, number, number, number, number, number]>) {
     const i = index.get(runId);
     if (i === undefined) continue;
-    const b = at(i, Date.parse(sampleAt));
+    // A sample covers the time since the run's previous one (its first, since the run started);
+    // it falls in the bucket of its middle (its end may sit on the next bucket's edge).
+    const covered = Math.max(0, elapsed - (previous.run === runId ? previous.elapsed : 0));
+    previous = { run: runId, elapsed };
+    const b = at(i, Date.parse(sampleAt) - covered / 2);
     b.samples += 1;
     if (limit !== null) {
       b.limitSum += limit;
@@ -115,9 +119,7 @@ export function readTimeline(db: Db, jobId: number): ReportTimeline {
     b.throttled += throttled;
     b.errors += errors;
     b.rowsDone += rowsDone;
-    // A sample covers the time since the run's previous one (its first, since the run started).
-    b.coveredMs += Math.max(0, elapsed - (previous.run === runId ? previous.elapsed : 0));
-    previous = { run: runId, elapsed };
+    b.coveredMs += covered;
   }
 
   const segments = spans.map((span, i): ReportTimelineSegment => ({

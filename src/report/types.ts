@@ -182,7 +182,7 @@ export interface ReportRun {
 export interface ReportTimelineBucket {
   /** Rows that reached a state other than `pending`/`in_flight` in the bucket. */
   rows_completed: number;
-  /** Samples (about one per second) that ended in the bucket. */
+  /** Samples (about one per second) whose middle falls in the bucket. */
   samples: number;
   /** Mean concurrency limit of the samples (requests allowed in flight), 2 decimals. */
   concurrency_limit: number | null;
