@@ -170,7 +170,7 @@ export function renderHistogram(
   for (let i = 0; i <= equal; i += every) body += xLabel(xOf(i), format(tidy(first.from + i * step)));
   if (overflow) {
     body += `<text class="axis break" x="${fx(xOf(bins.length - 1) - gap / 2)}" y="${M.top + PLOT_H + 4}" text-anchor="middle">≈</text>`;
-    body += `<text class="axis" x="${W - M.right}" y="${M.top + PLOT_H + 30}" text-anchor="end">${escapeHtml(`max ${format(last.to)}`)}</text>`;
+    body += `<text class="axis" x="${W - M.right}" y="${M.top + PLOT_H + 30}" text-anchor="end">${escapeHtml(`last bar: up to ${format(last.to)}`)}</text>`;
   }
   return frame(chart, title, body);
 }
