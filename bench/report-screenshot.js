@@ -68,12 +68,10 @@ try {
     await page.goto(fileUrl, { waitUntil: 'load' });
     const charts = await page.$$eval('svg[data-chart]', (svgs) =>
       svgs.map((svg) => `${svg.getAttribute('data-chart')}: ${svg.querySelectorAll('.mark').length} marks`));
-    const overflow = await page.evaluate(() => {
-      const max = document.documentElement.clientWidth;
-      return [...document.querySelectorAll('body *')]
-        .filter((el) => el.getBoundingClientRect().right > max + 0.5)
-        .map((el) => `${el.tagName.toLowerCase()}.${el.getAttribute('class') ?? ''}`).slice(0, 5);
-    });
+    const max = await page.evaluate('document.documentElement.clientWidth');
+    const overflow = await page.$$eval('body *', (els, limit) => els
+      .filter((el) => el.getBoundingClientRect().right > limit + 0.5)
+      .map((el) => `${el.tagName.toLowerCase()}.${el.getAttribute('class') ?? ''}`).slice(0, 5), max);
     const base = `${out.replace(/\.png$/, '')}-${width}`;
     await page.screenshot({ path: `${base}.png`, fullPage: true });
     await page.screenshot({ path: `${base}-top.png` });
