@@ -3,9 +3,10 @@
 // can be looked at (and checked offline: any network request the page makes is an error).
 //
 //   npm run build && node bench/report-screenshot.js [--ledger ./quote-batch.db] [--job <id>]
-//        [--out bench/results/report.png] [--width 1366] [--height 900]
+//        [--out bench/results/report.png] [--width 800,1280] [--height 900]
 //
-// Writes <out> (the whole page), <out>-top.png (the first screen) and <out>.html beside them.
+// For each width, writes <out>-<width>.png (the whole page) and <out>-<width>-top.png (the first
+// screen), and <out>.html beside them; prints what overflows the window sideways, if anything.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -18,7 +19,7 @@ const { values } = parseArgs({
     ledger: { type: 'string', default: 'quote-batch.db' },
     job: { type: 'string' },
     out: { type: 'string', default: resolve(root, 'bench/results/report.png') },
-    width: { type: 'string', default: '1366' },
+    width: { type: 'string', default: '800,1280' },
     height: { type: 'string', default: '900' },
     chromium: { type: 'string', default: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium' },
   },
@@ -58,21 +59,28 @@ const browser = await chromium.launch({
     '--disable-component-update', '--disable-sync'],
 });
 try {
-  const page = await browser.newPage({ viewport: { width: Number(values.width), height: Number(values.height) } });
   const fileUrl = pathToFileURL(htmlPath).href;
   const requests = [];
-  page.on('request', (request) => requests.push(request.url()));
-  await page.goto(fileUrl, { waitUntil: 'load' });
-  const charts = await page.$$eval('svg[data-chart]', (svgs) =>
-    svgs.map((svg) => `${svg.getAttribute('data-chart')}: ${svg.querySelectorAll('.mark').length} marks`));
-  await page.screenshot({ path: out, fullPage: true });
-  const top = out.replace(/\.png$/, '') + '-top.png';
-  await page.screenshot({ path: top });
-  const foreign = requests.filter((url) => url !== fileUrl);
   console.log(`job ${jobId} of ${ledgerPath}`);
-  console.log(`charts: ${charts.join(', ')}`);
-  console.log(`network requests besides the page: ${foreign.length}`);
-  console.log(`wrote ${out}, ${top} and ${htmlPath}`);
+  for (const width of values.width.split(',').map(Number)) {
+    const page = await browser.newPage({ viewport: { width, height: Number(values.height) } });
+    page.on('request', (request) => requests.push(request.url()));
+    await page.goto(fileUrl, { waitUntil: 'load' });
+    const charts = await page.$$eval('svg[data-chart]', (svgs) =>
+      svgs.map((svg) => `${svg.getAttribute('data-chart')}: ${svg.querySelectorAll('.mark').length} marks`));
+    const max = await page.evaluate('document.documentElement.clientWidth');
+    const overflow = await page.$$eval('body *', (els, limit) => els
+      .filter((el) => el.getBoundingClientRect().right > limit + 0.5)
+      .map((el) => `${el.tagName.toLowerCase()}.${el.getAttribute('class') ?? ''}`).slice(0, 5), max);
+    const base = `${out.replace(/\.png$/, '')}-${width}`;
+    await page.screenshot({ path: `${base}.png`, fullPage: true });
+    await page.screenshot({ path: `${base}-top.png` });
+    console.log(`${width} px: charts ${charts.join(', ')}; overflowing: ${overflow.length === 0 ? 'nothing' : overflow.join(', ')}`);
+    console.log(`  wrote ${base}.png and ${base}-top.png`);
+    await page.close();
+  }
+  const foreign = requests.filter((url) => url !== fileUrl);
+  console.log(`network requests besides the page: ${foreign.length}; html: ${htmlPath}`);
   if (foreign.length > 0) {
     console.error(`the report requested: ${foreign.join(', ')}`);
     process.exitCode = 1;

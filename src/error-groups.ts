@@ -44,21 +44,33 @@ const COLUMNS_SUFFIX = / \((?:column|columns|field|fields) ([^()]*)\)$/;
 const INDEX = /\[\d+\]/g;
 
 // Value-like parts of a message, replaced by a placeholder (order matters: the wider ones first).
-const REPLACEMENTS: readonly [RegExp, string][] = [
+// A mapping issue's message is quote-batch's own text with the value quoted or after `, got`:
+// only these first ones apply to it, so its limits (`expected a 17-character VIN`) stay.
+const VALUE_REPLACEMENTS: readonly [RegExp, string][] = [
   [/"(?:[^"\\]|\\.)*"/g, '"…"'],
   [/'(?:[^'\\]|\\.)*'/g, "'…'"],
   [/\bhttps?:\/\/\S+/gi, '<url>'],
   [/[^\s@"'<>()]+@[^\s@"'<>()]+\.[A-Za-z]{2,}/g, '<email>'],
+];
+// A partner's or the client's message may hold ids and numbers anywhere.
+const REPLACEMENTS: readonly [RegExp, string][] = [
+  ...VALUE_REPLACEMENTS,
   [/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<id>'],
   // Tokens mixing letters and digits (ids, quote numbers, VINs) and long hex strings.
   [/\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}\b/g, '<id>'],
   [/\b\d+(?:\.\d+)?\b/g, 'N'],
+  // A US state code after the word "state" (the partner's `State AK is not supported.`).
+  [/\b([Ss]tate|STATE) [A-Z]{2}\b/g, '$1 XX'],
 ];
 
 /** Takes row numbers, quoted values, ids, e-mails, URLs and numbers out of a message. */
 export function normaliseReason(text: string): string {
-  let out = text.replace(/\s+/g, ' ').trim().replace(ROW_PREFIX, '').replace(LINE_PREFIX, '');
-  for (const [pattern, placeholder] of REPLACEMENTS) out = out.replace(pattern, placeholder);
+  return replaceAll(text.replace(/\s+/g, ' ').trim().replace(ROW_PREFIX, '').replace(LINE_PREFIX, ''), REPLACEMENTS);
+}
+
+function replaceAll(text: string, replacements: readonly [RegExp, string][]): string {
+  let out = text;
+  for (const [pattern, placeholder] of replacements) out = out.replace(pattern, placeholder);
   return out;
 }
 
@@ -87,7 +99,7 @@ export function errorKindOf(input: ErrorKindInput): ErrorKind {
     const colon = rest.indexOf(': ');
     const path = colon < 0 ? '' : rest.slice(0, colon).replace(INDEX, '[]');
     const message = colon < 0 ? rest : rest.slice(colon + 2);
-    subject = path === '' ? normaliseReason(message) : `${path}: ${normaliseReason(message.replace(/, got .*$/, ''))}`;
+    subject = path === '' ? normaliseReason(message) : `${path}: ${replaceAll(message.replace(/, got .*$/, ''), VALUE_REPLACEMENTS)}`;
   } else {
     subject = normaliseReason(text);
   }
@@ -95,19 +107,32 @@ export function errorKindOf(input: ErrorKindInput): ErrorKind {
   return { key: `${input.state}\u0000${code ?? ''}\u0000${subject}`, state: input.state, code, subject, columns };
 }
 
-/** Counts failures by kind, keeping the first few rows of each as samples. Memory grows with kinds, not rows. */
+/** Subject of the group that gathers a state's failures once {@link ErrorGroups} holds `maxKinds` kinds. */
+export const OTHER_KINDS_SUBJECT = 'other kinds (too many to tell apart)';
+
+/**
+ * Counts failures by kind, keeping the first few rows of each as samples. Memory grows with kinds,
+ * not rows, and kinds are capped: past `maxKinds` (default 10,000), a new kind is counted in one
+ * {@link OTHER_KINDS_SUBJECT} group per state, so text that never repeats cannot grow it without end.
+ */
 export class ErrorGroups {
   readonly #groups = new Map<string, ErrorGroup>();
   readonly #samples: number;
+  readonly #maxKinds: number;
 
-  constructor(options: { samples?: number } = {}) {
+  constructor(options: { samples?: number; maxKinds?: number } = {}) {
     this.#samples = options.samples ?? 3;
+    this.#maxKinds = options.maxKinds ?? 10_000;
   }
 
   /** Adds one failure (of `row`, when known) and returns its group. */
   add(input: ErrorKindInput, row?: number, count = 1): ErrorGroup {
-    const kind = errorKindOf(input);
+    let kind = errorKindOf(input);
     let group = this.#groups.get(kind.key);
+    if (group === undefined && this.#groups.size >= this.#maxKinds) {
+      kind = { key: `${input.state}\u0000\u0000\u0000other`, state: input.state, code: null, subject: OTHER_KINDS_SUBJECT, columns: [] };
+      group = this.#groups.get(kind.key);
+    }
     if (group === undefined) {
       group = { ...kind, columns: [], count: 0, rows: [] };
       this.#groups.set(kind.key, group);
@@ -133,9 +158,51 @@ export class ErrorGroups {
   }
 }
 
-/** One line for a group: `state · code · subject (columns …)`. */
+/** One line for a group: `state · code · subject (columns …)`; the code is left out when it repeats the state or the subject. */
 export function describeErrorKind(kind: ErrorKind): string {
   const columns = kind.columns.length === 0 ? '' : ` (${kind.columns.length === 1 ? 'column' : 'columns'} ${kind.columns.join(', ')})`;
-  const head = kind.code === null || kind.subject === kind.code ? kind.state : `${kind.state} · ${kind.code}`;
+  const head = kind.code === null || kind.subject === kind.code || kind.code === kind.state ? kind.state : `${kind.state} · ${kind.code}`;
   return `${head} · ${kind.subject}${columns}`;
+}
+
+/**
+ * A group as terminal lines of at most `width` code points: `  count  description`, wrapped under
+ * itself (at most four lines), then `sample rows: 3, 17` on an indented line of its own, so the
+ * group line never names a row. Control characters are replaced (ledger text is untrusted).
+ */
+export function formatErrorGroupLines(
+  group: { count: number; description: string; sampleRows: readonly number[] },
+  width: number,
+  countWidth = 7,
+): string[] {
+  const indent = ' '.repeat(countWidth + 4);
+  const count = group.count.toLocaleString('en-US').padStart(countWidth);
+  // eslint-disable-next-line no-control-regex
+  const text = group.description.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ');
+  const lines = wrapWords(text, Math.max(20, width - indent.length), 4).map((line, i) => `${i === 0 ? `  ${count}  ` : indent}${line}`);
+  if (group.sampleRows.length > 0) lines.push(`${indent}sample rows: ${group.sampleRows.join(', ')}`);
+  return lines;
+}
+
+/** Splits `text` into lines of at most `width` code points at spaces; the last of `maxLines` ends with `…` when cut. */
+function wrapWords(text: string, width: number, maxLines: number): string[] {
+  const lines: string[] = [];
+  let rest = Array.from(text.trim());
+  while (rest.length > 0 && lines.length < maxLines) {
+    if (rest.length <= width) {
+      lines.push(rest.join(''));
+      rest = [];
+      break;
+    }
+    const space = rest.lastIndexOf(' ', width);
+    const cut = space > width / 3 ? space : width;
+    lines.push(rest.slice(0, cut).join('').trimEnd());
+    rest = rest.slice(cut);
+    while (rest[0] === ' ') rest.shift();
+  }
+  if (rest.length > 0) {
+    const last = Array.from(lines.pop() ?? '');
+    lines.push(`${last.slice(0, width - 1).join('')}…`);
+  }
+  return lines;
 }

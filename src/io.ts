@@ -17,4 +17,19 @@ export interface Io {
   readonly stderrTTYStream?: NodeJS.WriteStream | undefined;
   /** The working directory relative paths are resolved against. */
   readonly cwd: string;
+  /**
+   * Width of the terminal standard output is, in columns; undefined when it is not a terminal
+   * (`cli.ts`: `process.stdout.isTTY === true ? process.stdout.columns : undefined`).
+   */
+  readonly stdoutColumns?: number | undefined;
+}
+
+/**
+ * How wide text for standard output may be: the terminal's width, else `COLUMNS` from the
+ * environment (as shells export it), else undefined (the caller's default).
+ */
+export function outputColumns(io: Io): number | undefined {
+  if (io.stdoutColumns !== undefined && io.stdoutColumns > 0) return io.stdoutColumns;
+  const columns = Number(io.env.COLUMNS);
+  return Number.isInteger(columns) && columns > 0 ? columns : undefined;
 }

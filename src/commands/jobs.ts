@@ -1,5 +1,6 @@
 import { Option } from 'commander';
 import { listJobs, openReportLedger, renderJobsTable, resolveLedgerPath } from '../report/index.js';
+import { outputColumns } from '../io.js';
 import type { RegisterCommand } from './context.js';
 
 interface JobsFlags {
@@ -17,7 +18,7 @@ export const registerJobs: RegisterCommand = (program, ctx) => {
       const ledger = openReportLedger(resolveLedgerPath(ctx.io.cwd, flags.ledger));
       try {
         const jobs = listJobs(ledger.db);
-        ctx.io.out(flags.format === 'json' ? `${JSON.stringify(jobs, null, 2)}\n` : renderJobsTable(jobs));
+        ctx.io.out(flags.format === 'json' ? `${JSON.stringify(jobs, null, 2)}\n` : renderJobsTable(jobs, outputColumns(ctx.io)));
       } finally {
         ledger.close();
       }

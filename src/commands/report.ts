@@ -4,6 +4,7 @@ import {
   buildReport, openReportLedger, readProblemRows, renderCsv, renderHtml, renderTable, resolveJobId, resolveLedgerPath,
   writeOutput, type Report,
 } from '../report/index.js';
+import { outputColumns } from '../io.js';
 import { parseCount, type RegisterCommand } from './context.js';
 
 type ReportFormat = 'table' | 'json' | 'csv' | 'html';
@@ -31,7 +32,9 @@ export const registerReport: RegisterCommand = (program, ctx) => {
       try {
         jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
         const report = buildReport(ledger.db, jobId);
-        text = formatReport(report, flags.format, () => readProblemRows(ledger.db, jobId));
+        // The terminal's width only when the table goes to it (a file gets the default width).
+        const width = flags.out === undefined ? outputColumns(ctx.io) : undefined;
+        text = formatReport(report, flags.format, { width, problems: () => readProblemRows(ledger.db, jobId) });
       } finally {
         ledger.close();
       }
@@ -46,15 +49,19 @@ export const registerReport: RegisterCommand = (program, ctx) => {
     });
 };
 
-function formatReport(report: Report, format: ReportFormat, problems: () => ReturnType<typeof readProblemRows>): string {
+function formatReport(
+  report: Report,
+  format: ReportFormat,
+  options: { width: number | undefined; problems: () => ReturnType<typeof readProblemRows> },
+): string {
   switch (format) {
     case 'json':
       return `${JSON.stringify(report, null, 2)}\n`;
     case 'csv':
       return renderCsv(report);
     case 'html':
-      return renderHtml(report, problems());
+      return renderHtml(report, options.problems());
     case 'table':
-      return renderTable(report);
+      return renderTable(report, { width: options.width });
   }
 }

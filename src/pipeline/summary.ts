@@ -1,6 +1,8 @@
 /** The summary printed at the end of `run` (also when a completed job is run again). */
+import { formatErrorGroupLines } from '../error-groups.js';
 import type { Ledger } from '../ledger/index.js';
 import { ROW_STATES } from '../ledger/index.js';
+import { readErrorGroups } from '../report/index.js';
 import type { RunJobResult } from './run-job.js';
 
 /** The closing line: what the exit code means and, for 3, what to do next. */
@@ -24,7 +26,14 @@ export function nextStep(result: RunJobResult): string {
   return 'job not completed; run the same command again to resume';
 }
 
-export function formatSummary(result: RunJobResult, ledger: Ledger): string {
+/** Error kinds the summary lists; `report` lists more. */
+const SUMMARY_ERROR_KINDS = 5;
+
+/**
+ * The summary as text of at most `width` columns (the terminal's, else 100): rows by state, the
+ * most frequent error kinds (grouped as `report` and `check` group them), and what to do next.
+ */
+export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100): string {
   const { job, counts } = result;
   const total = ROW_STATES.reduce((sum, s) => sum + counts[s], 0);
   const lines: string[] = [];
@@ -43,12 +52,12 @@ export function formatSummary(result: RunJobResult, ledger: Ledger): string {
     lines.push(`  ${state.padEnd(14)} ${String(counts[state]).padStart(8)}  ${pct.padStart(5)}%`);
   }
   lines.push(`  ${'total'.padEnd(14)} ${String(total).padStart(8)}`);
-  const errors = ledger.topErrors(job.id, 5);
-  if (errors.length > 0) {
-    lines.push('', 'top reasons');
-    for (const e of errors) {
-      const reason = `${e.error_code ?? e.state}: ${e.error_message ?? ''}`;
-      lines.push(`  ${String(e.n).padStart(6)}  ${truncate(reason.replace(/\s+/g, ' '), 68)}`);
+  const errors = readErrorGroups(ledger.db, job.id, { limit: SUMMARY_ERROR_KINDS, samples: 2 });
+  if (errors.groups.length > 0) {
+    lines.push('', `errors by kind (${errors.kinds} ${errors.kinds === 1 ? 'kind' : 'kinds'}, most rows first)`);
+    for (const g of errors.groups) lines.push(...formatErrorGroupLines({ count: g.rows, description: g.kind, sampleRows: g.sample_rows }, width, 6));
+    if (errors.kinds > errors.groups.length) {
+      lines.push(`  … ${errors.kinds - errors.groups.length} more: quote-batch report --ledger ${ledger.path} --job ${job.id}`);
     }
   }
   if (counts.in_doubt > 0) {
@@ -58,8 +67,4 @@ export function formatSummary(result: RunJobResult, ledger: Ledger): string {
   }
   lines.push('', `exit ${result.exitCode}: ${nextStep(result)}`, '');
   return lines.join('\n');
-}
-
-function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }

@@ -1,14 +1,16 @@
 /**
  * Small inline-SVG charts for the HTML report: no script, no font, no fetch. Every drawn data
- * mark has class `mark` (tests count them); every text is escaped.
+ * mark has class `mark` (tests count them), every axis a title (`axis-title`, with `data-axis`
+ * x, y or y2); every text is escaped. Counts get integer ticks; a second series with another
+ * unit gets its own scale on the right.
  */
 import type { HistogramBin } from './types.js';
 
-const W = 560;
-const H = 240;
-const M = { top: 14, right: 14, bottom: 34, left: 56 };
-const PLOT_W = W - M.left - M.right;
-const PLOT_H = H - M.top - M.bottom;
+export const W = 560;
+export const H = 250;
+/** Plot margins: tick labels and the axis title fit in the left, bottom (and right, for a second scale). */
+export const M = { top: 18, bottom: 44, left: 64, right: 16, rightScale: 64 } as const;
+export const PLOT_H = H - M.top - M.bottom;
 
 export function escapeHtml(value: unknown): string {
   return String(value ?? '')
@@ -19,115 +21,158 @@ export function escapeHtml(value: unknown): string {
     .replaceAll("'", '&#39;');
 }
 
-/** 1234 → "1.2k", 0.5 → "0.5": axis labels stay short. */
+/** 1234 → "1,234", 12345 → "12.3k", 2500000 → "2.5M", 0.25 → "0.25": axis labels stay short. */
 export function formatCompact(n: number): string {
   const abs = Math.abs(n);
-  if (abs >= 1e6) return `${trim(n / 1e6)}M`;
-  if (abs >= 1e4) return `${trim(n / 1e3)}k`;
-  if (abs >= 100 || Number.isInteger(n)) return String(Math.round(n));
-  return trim(n);
+  if (abs >= 1e6) return `${trim(n / 1e6, 1)}M`;
+  if (abs >= 1e4) return `${trim(n / 1e3, 1)}k`;
+  if (abs >= 100 || Number.isInteger(n)) return Math.round(n).toLocaleString('en-US');
+  return trim(n, 2);
 }
 
-const trim = (n: number): string => String(Number(n.toFixed(1)));
-const fx = (n: number): string => n.toFixed(1);
+/** A premium in US dollars, as the partner quotes them: "$1,234" on axes. */
+export const formatUsd = (n: number): string => `$${formatCompact(n)}`;
 
-function frame(chart: string, title: string, body: string): string {
+const trim = (n: number, decimals: number): string => String(Number(n.toFixed(decimals)));
+export const fx = (n: number): string => n.toFixed(1);
+
+/** An evenly spaced scale from 0: about `count` steps of 1, 2, 2.5 or 5 × 10^k (whole steps for counts). */
+export interface Scale {
+  top: number;
+  ticks: number[];
+}
+
+export function niceScale(max: number, options: { integer?: boolean; count?: number } = {}): Scale {
+  const integer = options.integer === true;
+  const count = options.count ?? 4;
+  if (!(max > 0)) return { top: 1, ticks: [0, 1] };
+  const raw = max / count;
+  const magnitude = 10 ** Math.floor(Math.log10(raw));
+  let step = 10 * magnitude;
+  for (const m of [1, 2, 2.5, 5]) {
+    const candidate = m * magnitude;
+    if (candidate >= raw && !(integer && !Number.isInteger(candidate))) {
+      step = candidate;
+      break;
+    }
+  }
+  if (integer) step = Math.max(1, Math.ceil(step));
+  const top = Math.ceil(max / step - 1e-9) * step;
+  const ticks: number[] = [];
+  for (let v = 0; v <= top + step / 2; v += step) ticks.push(Number(v.toPrecision(12)));
+  return { top, ticks };
+}
+
+export function frame(chart: string, title: string, body: string): string {
   const id = `chart-${chart}`;
   return `<svg class="chart" data-chart="${escapeHtml(chart)}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${id}-title" preserveAspectRatio="xMidYMid meet">`
     + `<title id="${id}-title">${escapeHtml(title)}</title>${body}</svg>`;
 }
 
-function emptyChart(chart: string, title: string, message: string): string {
+export function emptyChart(chart: string, title: string, message: string): string {
   return frame(chart, title, `<text class="empty" x="${W / 2}" y="${H / 2}" text-anchor="middle">${escapeHtml(message)}</text>`);
 }
 
-/** Y axis with 0, half and max gridlines. */
-function yAxis(max: number): string {
+/** A vertical scale with its tick labels and title: gridlines for the left one, ticks only for the right. */
+export function yAxis(scale: Scale, side: 'left' | 'right', title: string, format: (n: number) => string = formatCompact): string {
+  const right = side === 'right';
+  const edge = right ? W - M.rightScale : M.left;
   let out = '';
-  for (const f of [0, 0.5, 1]) {
-    const y = M.top + PLOT_H * (1 - f);
-    out += `<line class="grid" x1="${M.left}" x2="${W - M.right}" y1="${fx(y)}" y2="${fx(y)}"/>`;
-    out += `<text class="axis" x="${M.left - 6}" y="${fx(y + 4)}" text-anchor="end">${escapeHtml(formatCompact(max * f))}</text>`;
+  for (const v of scale.ticks) {
+    const y = M.top + PLOT_H * (1 - v / scale.top);
+    if (!right) out += `<line class="grid" x1="${M.left}" x2="${W - M.right}" y1="${fx(y)}" y2="${fx(y)}"/>`;
+    else out += `<line class="tick" x1="${edge}" x2="${edge + 4}" y1="${fx(y)}" y2="${fx(y)}"/>`;
+    out += `<text class="axis ${right ? 'y2-tick' : 'y-tick'}" x="${right ? edge + 7 : edge - 6}" y="${fx(y + 4)}" text-anchor="${right ? 'start' : 'end'}">${escapeHtml(format(v))}</text>`;
   }
+  const x = right ? W - 10 : 14;
+  out += `<text class="axis-title" data-axis="${right ? 'y2' : 'y'}" transform="translate(${x},${fx(M.top + PLOT_H / 2)}) rotate(${right ? 90 : -90})" text-anchor="middle">${escapeHtml(title)}</text>`;
   return out;
 }
 
-function xLabel(x: number, text: string, anchor: 'start' | 'middle' | 'end'): string {
-  return `<text class="axis" x="${fx(x)}" y="${H - M.bottom + 16}" text-anchor="${anchor}">${escapeHtml(text)}</text>`;
+/** The x axis line and its title, centred under the plot. */
+export function xAxis(title: string, right: number = M.right): string {
+  const y = M.top + PLOT_H;
+  return `<line class="axis-line" x1="${M.left}" x2="${W - right}" y1="${y}" y2="${y}"/>`
+    + `<text class="axis-title" data-axis="x" x="${fx((M.left + W - right) / 2)}" y="${H - 6}" text-anchor="middle">${escapeHtml(title)}</text>`;
 }
 
-/** Horizontal bars, one per category (zero bars are listed but not drawn). */
+export function xLabel(x: number, text: string, anchor: 'start' | 'middle' | 'end' = 'middle'): string {
+  const y = M.top + PLOT_H;
+  return `<line class="tick" x1="${fx(x)}" x2="${fx(x)}" y1="${y}" y2="${y + 4}"/>`
+    + `<text class="axis x-tick" x="${fx(x)}" y="${y + 16}" text-anchor="${anchor}">${escapeHtml(text)}</text>`;
+}
+
+/** Horizontal bars, one per category (zero bars are listed but not drawn), on a count scale. */
 export function renderBarChart(
   chart: string,
   title: string,
   items: readonly { label: string; value: number; color: string }[],
+  axisTitles: { x: string; y: string },
 ): string {
   const max = Math.max(0, ...items.map((i) => i.value));
   if (max === 0) return emptyChart(chart, title, 'no rows recorded');
-  const left = 110;
-  const right = 64;
-  const rowH = (H - 16) / items.length;
+  const left = 118;
+  const right = W - 70;
+  const scale = niceScale(max, { integer: true });
+  const rowH = PLOT_H / items.length;
   const barH = Math.max(4, rowH * 0.7);
+  const xOf = (v: number): number => left + ((right - left) * v) / scale.top;
   let body = '';
+  for (const v of scale.ticks) {
+    body += `<line class="grid" x1="${fx(xOf(v))}" x2="${fx(xOf(v))}" y1="${M.top}" y2="${M.top + PLOT_H}"/>`
+      + `<text class="axis x-tick" x="${fx(xOf(v))}" y="${M.top + PLOT_H + 16}" text-anchor="middle">${escapeHtml(formatCompact(v))}</text>`;
+  }
   items.forEach((item, i) => {
-    const y = 8 + i * rowH;
-    const w = ((W - left - right) * item.value) / max;
+    const y = M.top + i * rowH + (rowH - barH) / 2;
+    const w = xOf(item.value) - left;
     body += `<text class="label" x="${left - 8}" y="${fx(y + barH / 2 + 4)}" text-anchor="end">${escapeHtml(item.label)}</text>`;
     if (item.value > 0) {
-      body += `<rect class="mark" x="${left}" y="${fx(y)}" width="${fx(Math.max(1, w))}" height="${fx(barH)}" rx="2" fill="${item.color}"><title>${escapeHtml(`${item.label}: ${item.value}`)}</title></rect>`;
+      body += `<rect class="mark" x="${left}" y="${fx(y)}" width="${fx(Math.max(1, w))}" height="${fx(barH)}" rx="2" fill="${item.color}"><title>${escapeHtml(`${item.label}: ${item.value.toLocaleString('en-US')}`)}</title></rect>`;
     }
     body += `<text class="value" x="${fx(left + Math.max(1, w) + 6)}" y="${fx(y + barH / 2 + 4)}">${escapeHtml(item.value.toLocaleString('en-US'))}</text>`;
   });
+  body += `<text class="axis-title" data-axis="y" transform="translate(14,${fx(M.top + PLOT_H / 2)}) rotate(-90)" text-anchor="middle">${escapeHtml(axisTitles.y)}</text>`;
+  body += `<text class="axis-title" data-axis="x" x="${fx((left + right) / 2)}" y="${H - 6}" text-anchor="middle">${escapeHtml(axisTitles.x)}</text>`;
   return frame(chart, title, body);
 }
 
-/** Vertical bars per histogram bin, x labels at the edges and the middle. */
-export function renderHistogram(chart: string, title: string, bins: readonly HistogramBin[], unit: string, color: string): string {
+/**
+ * Vertical bars per histogram bin on a count scale, x ticks at bin edges (at most about seven);
+ * an overflow bin (wider than the others) is drawn apart, after a break, labelled with its maximum.
+ */
+export function renderHistogram(
+  chart: string,
+  title: string,
+  bins: readonly HistogramBin[],
+  options: { color: string; x: string; y: string; format?: (n: number) => string },
+): string {
   if (bins.length === 0) return emptyChart(chart, title, 'no data');
-  const max = Math.max(...bins.map((b) => b.count));
-  const bw = PLOT_W / bins.length;
-  let body = yAxis(max);
-  bins.forEach((bin, i) => {
-    const h = max === 0 ? 0 : (PLOT_H * bin.count) / max;
-    if (bin.count === 0) return;
-    body += `<rect class="mark" x="${fx(M.left + i * bw + 1)}" y="${fx(M.top + PLOT_H - h)}" width="${fx(Math.max(1, bw - 2))}" height="${fx(Math.max(1, h))}" fill="${color}">`
-      + `<title>${escapeHtml(`${formatCompact(bin.from)}–${formatCompact(bin.to)} ${unit}: ${bin.count}`)}</title></rect>`;
-  });
+  const format = options.format ?? formatCompact;
   const first = bins[0] as HistogramBin;
   const last = bins[bins.length - 1] as HistogramBin;
-  const mid = bins[Math.floor(bins.length / 2)] as HistogramBin;
-  body += xLabel(M.left, formatCompact(first.from), 'start');
-  if (bins.length > 2) body += xLabel(M.left + Math.floor(bins.length / 2) * bw, formatCompact(mid.from), 'middle');
-  const overflow = bins.length > 1 && last.to - last.from > 1.5 * ((bins[0] as HistogramBin).to - first.from);
-  body += xLabel(W - M.right, overflow ? `≥${formatCompact(last.from)} (max ${formatCompact(last.to)}) ${unit}` : `${formatCompact(last.to)} ${unit}`, 'end');
-  return frame(chart, title, body);
-}
-
-/** Rows completed per bucket (bars) and in total so far (line, right-hand scale shown as %). */
-export function renderTimeline(chart: string, title: string, start: string | null, bucketSeconds: number, buckets: readonly number[]): string {
-  if (start === null || buckets.length === 0) return emptyChart(chart, title, 'no rows completed yet');
-  const max = Math.max(...buckets);
-  const total = buckets.reduce((a, b) => a + b, 0);
-  const bw = PLOT_W / buckets.length;
-  let body = yAxis(max);
-  let cumulative = 0;
-  const points: string[] = [];
-  buckets.forEach((n, i) => {
-    const h = max === 0 ? 0 : (PLOT_H * n) / max;
-    if (n > 0) {
-      body += `<rect class="mark" x="${fx(M.left + i * bw + 0.5)}" y="${fx(M.top + PLOT_H - h)}" width="${fx(Math.max(1, bw - 1))}" height="${fx(Math.max(1, h))}" fill="#4c78a8">`
-        + `<title>${escapeHtml(`${clock(start, i * bucketSeconds)}: ${n} rows`)}</title></rect>`;
-    }
-    cumulative += n;
-    points.push(`${fx(M.left + (i + 1) * bw)},${fx(M.top + PLOT_H * (1 - cumulative / total))}`);
+  const step = first.to - first.from;
+  const overflow = bins.length > 1 && last.to - last.from > 1.5 * step;
+  const scale = niceScale(Math.max(...bins.map((b) => b.count)), { integer: true });
+  const plotW = W - M.left - M.right;
+  const gap = overflow ? 10 : 0;
+  const bw = (plotW - gap) / bins.length;
+  const xOf = (i: number): number => M.left + i * bw + (overflow && i === bins.length - 1 ? gap : 0);
+  let body = yAxis(scale, 'left', options.y);
+  bins.forEach((bin, i) => {
+    if (bin.count === 0) return;
+    const h = (PLOT_H * bin.count) / scale.top;
+    body += `<rect class="mark" x="${fx(xOf(i) + 1)}" y="${fx(M.top + PLOT_H - h)}" width="${fx(Math.max(1, bw - 2))}" height="${fx(Math.max(1, h))}" fill="${options.color}">`
+      + `<title>${escapeHtml(`${format(bin.from)}–${format(bin.to)}: ${bin.count.toLocaleString('en-US')}`)}</title></rect>`;
   });
-  body += `<path class="mark cumulative" d="M${M.left},${M.top + PLOT_H} L${points.join(' L')}" fill="none" stroke="#f58518" stroke-width="2"/>`;
-  body += xLabel(M.left, clock(start, 0), 'start');
-  body += xLabel(W - M.right, `${clock(start, buckets.length * bucketSeconds)} UTC`, 'end');
+  body += xAxis(options.x);
+  const equal = overflow ? bins.length - 1 : bins.length;
+  const every = Math.max(1, Math.ceil(equal / 6));
+  for (let i = 0; i <= equal; i += every) body += xLabel(xOf(i), format(tidy(first.from + i * step)));
+  if (overflow) {
+    body += `<text class="axis break" x="${fx(xOf(bins.length - 1) - gap / 2)}" y="${M.top + PLOT_H + 4}" text-anchor="middle">≈</text>`;
+    body += `<text class="axis" x="${W - M.right}" y="${M.top + PLOT_H + 30}" text-anchor="end">${escapeHtml(`last bar: up to ${format(last.to)}`)}</text>`;
+  }
   return frame(chart, title, body);
 }
 
-/** `start` + `offsetSeconds` as HH:MM:SS UTC. */
-function clock(start: string, offsetSeconds: number): string {
-  return new Date(Date.parse(start) + offsetSeconds * 1000).toISOString().slice(11, 19);
-}
+const tidy = (v: number): number => Number(v.toPrecision(12));

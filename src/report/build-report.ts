@@ -5,8 +5,11 @@
 import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import { ROW_STATES, type RowState } from '../ledger/index.js';
+import { bucketSecondsFor, epochMsSql, round, sqlList } from './_buckets.js';
+import { readErrorGroups } from './row-errors.js';
+import { readPartner, readTimeline } from './timeline.js';
 import {
-  ATTEMPT_KINDS, ATTEMPT_OUTCOMES, DONE_STATES, ERROR_STATES, REPORT_VERSION, ROW_ERROR_LIMIT,
+  ATTEMPT_KINDS, ATTEMPT_OUTCOMES, DONE_STATES, REPORT_VERSION, ROW_ERROR_LIMIT,
   type HistogramBin, type Report, type ReportAttemptError, type ReportAttempts, type ReportAttemptKind,
   type ReportCompletions, type ReportInvalidAgent, type ReportJob, type ReportKindAttempts, type ReportRowError,
   type ReportRun, type ReportTiming, type Stats, type StatsWithHistogram,
@@ -15,11 +18,6 @@ import {
 type Db = Database.Database;
 
 const HISTOGRAM_BINS = 20;
-const MAX_TIMELINE_BUCKETS = 60;
-/** Bucket widths a person reads easily, in seconds. */
-const BUCKET_WIDTHS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
-
-const sqlList = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(', ');
 
 /**
  * The job a report or export is about: `jobId` when given (it must exist), else the latest job.
@@ -56,7 +54,7 @@ export function buildReport(db: Db, jobId: number, options: { now?: () => Date }
       job,
       rows,
       attempts: readAttempts(db, jobId),
-      ...readRowErrors(db, jobId),
+      ...rowErrors(db, jobId),
       ...readAttemptErrors(db, jobId),
       invalid_agents: readInvalidAgents(db, jobId, job.environment),
       premium: withHistogram(
@@ -77,6 +75,8 @@ export function buildReport(db: Db, jobId: number, options: { now?: () => Date }
       timing: readTiming(db, jobId, rows.by_state),
       completions: readCompletions(db, jobId),
       runs: readRuns(db, jobId),
+      timeline: readTimeline(db, jobId),
+      partner: readPartner(db, jobId),
     } satisfies Report;
   });
   return read.deferred();
@@ -144,17 +144,9 @@ function readAttempts(db: Db, jobId: number): ReportAttempts {
   };
 }
 
-function readRowErrors(db: Db, jobId: number): { row_errors: ReportRowError[]; row_error_groups: number } {
-  const where = `WHERE job_id = ? AND state IN (${sqlList(ERROR_STATES)})`;
-  const groups = db.prepare(
-    `SELECT COUNT(*) FROM (SELECT 1 FROM rows ${where} GROUP BY state, error_code, error_message)`,
-  ).pluck().get(jobId) as number;
-  const rowErrors = db.prepare(
-    `SELECT state, error_code, error_message, COUNT(*) AS rows FROM rows ${where}
-     GROUP BY state, error_code, error_message
-     ORDER BY rows DESC, state, error_code, error_message LIMIT ?`,
-  ).all(jobId, ROW_ERROR_LIMIT) as ReportRowError[];
-  return { row_errors: rowErrors, row_error_groups: groups };
+function rowErrors(db: Db, jobId: number): { row_errors: ReportRowError[]; row_error_groups: number } {
+  const { groups, kinds } = readErrorGroups(db, jobId, { limit: ROW_ERROR_LIMIT });
+  return { row_errors: groups, row_error_groups: kinds };
 }
 
 function readAttemptErrors(db: Db, jobId: number): { attempt_errors: ReportAttemptError[]; attempt_error_groups: number } {
@@ -196,14 +188,12 @@ function readTiming(db: Db, jobId: number, byState: Record<RowState, number>): R
 
 function readCompletions(db: Db, jobId: number): ReportCompletions {
   const done = `job_id = ? AND state IN (${sqlList(DONE_STATES)})`;
-  // Whole milliseconds (SQLite keeps times as integer ms), so bucket edges are exact, not floats.
-  const ms = `(CAST(strftime('%s', updated_at) AS INTEGER) * 1000 + CAST(substr(strftime('%f', updated_at), 4) AS INTEGER))`;
+  const ms = epochMsSql('updated_at');
   const span = db.prepare(`SELECT MIN(${ms}) AS first, MAX(${ms}) AS last FROM rows WHERE ${done}`)
     .get(jobId) as { first: number | null; last: number | null };
   if (span.first === null || span.last === null) return { start: null, bucket_seconds: 1, buckets: [] };
   const seconds = (span.last - span.first) / 1000;
-  const width = BUCKET_WIDTHS.find((w) => seconds / w < MAX_TIMELINE_BUCKETS)
-    ?? Math.ceil(seconds / MAX_TIMELINE_BUCKETS / 86400) * 86400;
+  const width = bucketSecondsFor(seconds);
   const count = Math.floor(seconds / width) + 1;
   const buckets = new Array<number>(count).fill(0);
   for (const r of db.prepare(
@@ -251,8 +241,9 @@ export function computeStats(sorted: readonly number[]): Stats {
 
 /**
  * Equal-width bins of a "nice" width (1, 2, 2.5 or 5 × 10^k) covering ascending `sorted`. When a
- * few outliers lie far out (max > 2 × p99, e.g. 30 s time-outs among 100 ms calls), the equal bins
- * stop at the p99 and one last overflow bin reaches the maximum, so the bulk stays readable.
+ * few outliers lie far out (max > 2 × p95, e.g. 30 s time-outs among 100 ms calls), the equal bins
+ * stop at the p95 and one last overflow bin reaches the maximum, so the bulk stays readable. (The
+ * p95, not the p99: time-outs are often more than 1% of the calls of a run that had trouble.)
  */
 export function computeHistogram(sorted: readonly number[], bins = HISTOGRAM_BINS): HistogramBin[] {
   const n = sorted.length;
@@ -260,12 +251,12 @@ export function computeHistogram(sorted: readonly number[], bins = HISTOGRAM_BIN
   const min = sorted[0] as number;
   const max = sorted[n - 1] as number;
   if (max === min) return [{ from: min, to: max, count: n }];
-  const p99 = percentileOf(sorted, 99);
-  const top = max > 2 * p99 && p99 > min ? p99 : max;
+  const p95 = percentileOf(sorted, 95);
+  const top = max > 2 * p95 && p95 > min ? p95 : max;
   const step = niceStep((top - min) / bins);
   const from = Math.floor(min / step) * step;
   let count = Math.max(1, Math.ceil((top - from) / step - 1e-9));
-  if (top < max && from + count * step <= top) count += 1; // p99 itself sits in an equal bin
+  if (top < max && from + count * step <= top) count += 1; // p95 itself sits in an equal bin
   const result: HistogramBin[] = Array.from({ length: count }, (_, i) => ({
     from: tidy(from + i * step),
     to: tidy(from + (i + 1) * step),
@@ -299,8 +290,3 @@ function niceStep(raw: number): number {
 
 /** Drops binary floating-point noise (0.30000000000000004 → 0.3) from bin edges. */
 const tidy = (v: number): number => Number(v.toPrecision(12));
-
-export function round(value: number, decimals: number): number {
-  const f = 10 ** decimals;
-  return Math.round(value * f) / f;
-}

@@ -7,20 +7,22 @@
 
 /** Characters that make a spreadsheet read a cell as a formula. */
 const FORMULA_START = /^[=+\-@\t\r]/;
-const NEEDS_QUOTES = /[",\r\n]/;
 
 export type CsvValue = string | number | boolean | null | undefined;
 
-/** One CSV cell: `null`/`undefined` → empty; text guarded against formulas and quoted when needed. */
-export function formatCsvCell(value: CsvValue): string {
+/**
+ * One CSV cell: `null`/`undefined` → empty; text guarded against formulas and quoted when it holds
+ * the delimiter (`,` unless told), a quote or a line break.
+ */
+export function formatCsvCell(value: CsvValue, delimiter = ','): string {
   if (value === null || value === undefined) return '';
   if (typeof value === 'number') return Number.isFinite(value) ? String(value) : '';
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   const text = FORMULA_START.test(value) ? `'${value}` : value;
-  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  return /["\r\n]/.test(text) || text.includes(delimiter) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 /** One CSV record, CRLF-terminated. */
 export function formatCsvLine(values: readonly CsvValue[]): string {
-  return `${values.map(formatCsvCell).join(',')}\r\n`;
+  return `${values.map((value) => formatCsvCell(value)).join(',')}\r\n`;
 }

@@ -85,8 +85,8 @@ export function parseStates(value: string): RowState[] {
   return states;
 }
 
-/** States listed in the HTML report's table of rows to look at. */
-export const PROBLEM_STATES = ['rejected', 'failed', 'in_doubt'] as const satisfies readonly RowState[];
+/** States listed in the HTML report's table of rows to look at: every state but `succeeded`. */
+export const PROBLEM_STATES: readonly RowState[] = ROW_STATES.filter((s) => s !== 'succeeded');
 
 /** The rows the HTML report lists: at most `limit`, in row order, with how many there are in all. */
 export interface ProblemRows {
@@ -95,6 +95,7 @@ export interface ProblemRows {
   limit: number;
 }
 
+/** The rows of {@link PROBLEM_STATES} the HTML report lists: at most `limit`, in row order (the primary key's: no sort). */
 export function readProblemRows(db: Database.Database, jobId: number, limit = 1000): ProblemRows {
   const where = `WHERE job_id = ? AND state IN (${PROBLEM_STATES.map((s) => `'${s}'`).join(', ')})`;
   const total = db.prepare(`SELECT COUNT(*) FROM rows ${where}`).pluck().get(jobId) as number;

@@ -1,6 +1,8 @@
 // Summaries, exports and the HTML report of a ledger (the analysts' view): re-exports only.
 export { buildReport, resolveJobId, computeStats, computeHistogram, percentileOf } from './build-report.js';
-export { renderTable, TABLE_WIDTH } from './render-table.js';
+export { renderTable, DEFAULT_TABLE_WIDTH } from './render-table.js';
+export { readErrorGroups, type RowErrorGroups } from './row-errors.js';
+export { formatDuration } from './_text.js';
 export { renderCsv, flattenFigures } from './render-csv.js';
 export { renderHtml, STATE_COLORS } from './render-html.js';
 export {
@@ -9,10 +11,12 @@ export {
 } from './export-rows.js';
 export { listJobs, renderJobsTable, type JobListing } from './list-jobs.js';
 export { formatCsvCell, formatCsvLine, type CsvValue } from './csv.js';
-export { openReportLedger, writeOutput, resolveLedgerPath, DEFAULT_LEDGER_FILE } from './output.js';
+export { openReportLedger, writeOutput, writeOutputAsync, resolveLedgerPath, DEFAULT_LEDGER_FILE, type WriteChunk } from './output.js';
+export { checkSourcePositions, exportSourceRows, SOURCE_EXPORT_COLUMNS, type SourceExportOptions, type SourceInput } from './export-source.js';
 export {
   REPORT_VERSION, ATTEMPT_KINDS, ATTEMPT_OUTCOMES, ERROR_STATES, DONE_STATES, ROW_ERROR_LIMIT,
   type Report, type ReportAttemptKind, type ReportAttempts, type ReportAttemptError, type ReportCompletions,
   type ReportInvalidAgent, type ReportJob, type ReportKindAttempts, type ReportRowError, type ReportRows,
-  type ReportRun, type ReportTiming, type Stats, type StatsWithHistogram, type HistogramBin,
+  type ReportRun, type ReportTiming, type ReportTimeline, type ReportTimelineSegment, type ReportTimelineBucket,
+  type ReportPartner, type Stats, type StatsWithHistogram, type HistogramBin,
 } from './types.js';

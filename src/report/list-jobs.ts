@@ -35,11 +35,11 @@ export function listJobs(db: Database.Database): JobListing[] {
 }
 
 /**
- * Two lines per job for an 80-column terminal: the figures, then the input file.
+ * Two lines per job: the figures (80 columns), then the input file, cut from the left to `width`.
  * `fix` = rejected + agent_invalid + invalid (data to correct); `open` = pending + in_flight +
  * failed + in_doubt (what a further run would still handle).
  */
-export function renderJobsTable(jobs: readonly JobListing[]): string {
+export function renderJobsTable(jobs: readonly JobListing[], width = 100): string {
   if (jobs.length === 0) return 'no jobs in this ledger yet\n';
   const lines = [
     `${padCellLeft('id', 4)} ${padCell('status', 11)} ${padCell('env', 10)} ${padCell('op', 5)} ${padCellLeft('rows', 7)} ${padCellLeft('ok', 7)} ${padCellLeft('fix', 5)} ${padCellLeft('open', 5)} started`,
@@ -49,7 +49,7 @@ export function renderJobsTable(jobs: readonly JobListing[]): string {
     const open = j.pending + j.in_flight + j.failed + j.in_doubt;
     lines.push(
       `${padCellLeft(String(j.id), 4)} ${padCell(j.status, 11)} ${padCell(cleanText(j.environment), 10)} ${padCell(cleanText(j.operation), 5)} ${padCellLeft(formatInteger(j.rows_recorded), 7)} ${padCellLeft(formatInteger(j.succeeded), 7)} ${padCellLeft(formatInteger(toFix), 5)} ${padCellLeft(formatInteger(open), 5)} ${formatTimestamp(j.created_at).slice(0, 16)}`,
-      `     ${truncateStart(cleanText(j.input_path), 75)}`,
+      `     ${truncateStart(cleanText(j.input_path), Math.max(75, width - 5))}`,
     );
   }
   return `${lines.join('\n')}\n`;

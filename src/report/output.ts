@@ -21,12 +21,40 @@ export function openReportLedger(path: string): Ledger {
   return Ledger.open(path, { readonly: true });
 }
 
+/** Gives a producer the chunks' way into the output. */
+export type WriteChunk = (chunk: string | Uint8Array) => void;
+
 /**
  * Writes an output file produced chunk by chunk by `produce`, atomically: to a temporary file
  * beside it (mode 0600: exports hold lead data), then renamed, so a reader never sees half a file
  * and a failed export leaves no partial file behind.
  */
-export function writeOutput<T>(path: string, produce: (write: (chunk: string) => void) => T): T {
+export function writeOutput<T>(path: string, produce: (write: WriteChunk) => T): T {
+  const out = openTemp(path);
+  try {
+    const result = produce(out.write);
+    out.finish();
+    return result;
+  } catch (error) {
+    out.abandon();
+    throw error;
+  }
+}
+
+/** {@link writeOutput} for a producer that reads as it goes (awaits between chunks). */
+export async function writeOutputAsync<T>(path: string, produce: (write: WriteChunk) => Promise<T>): Promise<T> {
+  const out = openTemp(path);
+  try {
+    const result = await produce(out.write);
+    out.finish();
+    return result;
+  } catch (error) {
+    out.abandon();
+    throw error;
+  }
+}
+
+function openTemp(path: string): { write: WriteChunk; finish(): void; abandon(): void } {
   const temp = `${path}.${process.pid}.tmp`;
   let fd: number;
   try {
@@ -34,21 +62,26 @@ export function writeOutput<T>(path: string, produce: (write: (chunk: string) =>
   } catch (error) {
     throw new QuoteBatchError('E_USAGE', `cannot write ${path}: ${(error as Error).message}`, { cause: error });
   }
-  try {
-    const result = produce((chunk) => {
-      writeSync(fd, chunk);
-    });
-    fsyncSync(fd);
-    closeSync(fd);
-    renameSync(temp, path);
-    return result;
-  } catch (error) {
-    try {
+  return {
+    write: (chunk) => {
+      if (typeof chunk === 'string') {
+        writeSync(fd, chunk);
+        return;
+      }
+      for (let done = 0; done < chunk.length;) done += writeSync(fd, chunk, done);
+    },
+    finish: () => {
+      fsyncSync(fd);
       closeSync(fd);
-    } catch {
-      // already closed
-    }
-    rmSync(temp, { force: true });
-    throw error;
-  }
+      renameSync(temp, path);
+    },
+    abandon: () => {
+      try {
+        closeSync(fd);
+      } catch {
+        // already closed
+      }
+      rmSync(temp, { force: true });
+    },
+  };
 }

@@ -1,27 +1,34 @@
 /**
- * The report as plain text for an 80-column terminal (`--format table`). Every line is at most
- * {@link TABLE_WIDTH} code points; ledger text is stripped of control characters.
+ * The report as plain text for a terminal (`--format table`). Every line is at most `width` code
+ * points (the terminal's width; {@link DEFAULT_TABLE_WIDTH} when output is not a terminal); ledger
+ * text is stripped of control characters. Error kinds wrap rather than being cut.
  */
+import { formatErrorGroupLines } from '../error-groups.js';
 import { ROW_STATES } from '../ledger/index.js';
 import {
   cleanText, formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
   truncateStart, truncateText,
 } from './_text.js';
-import { ATTEMPT_KINDS, ATTEMPT_OUTCOMES, type Report } from './types.js';
+import { ATTEMPT_KINDS, ATTEMPT_OUTCOMES, type Report, type ReportTimelineBucket } from './types.js';
 
-export const TABLE_WIDTH = 80;
+/** Width of the table when standard output is not a terminal (a file, a pipe). */
+export const DEFAULT_TABLE_WIDTH = 100;
+/** Narrowest table drawn: its fixed columns need this much. */
+const MIN_TABLE_WIDTH = 80;
 /** Error groups shown in the table; the JSON has up to 100. */
 const TABLE_ERROR_ROWS = 15;
 const BAR_WIDTH = 30;
 
-export function renderTable(report: Report): string {
+export function renderTable(report: Report, options: { width?: number } = {}): string {
+  const width = Math.max(MIN_TABLE_WIDTH, Math.floor(options.width ?? DEFAULT_TABLE_WIDTH));
   const lines: string[] = [];
   const push = (...more: string[]): void => void lines.push(...more);
   const { job, rows, attempts } = report;
 
   push(`quote-batch report · job ${job.id} · ${job.status}`, '');
-  push(`  input     ${truncateStart(cleanText(job.input_path), 58)} (${cleanText(job.input_format)})`);
-  push(`  mapping   ${truncateStart(cleanText(job.mapping_path), 66)}`);
+  const format = ` (${cleanText(job.input_format)})`;
+  push(`  input     ${truncateStart(cleanText(job.input_path), width - 12 - format.length)}${format}`);
+  push(`  mapping   ${truncateStart(cleanText(job.mapping_path), width - 12)}`);
   push(`  target    ${cleanText(job.environment)} · ${cleanText(job.operation)}${job.base_url === null ? '' : ` · ${cleanText(job.base_url)}`}`);
   push(`  created   ${formatTimestamp(job.created_at)}   finished ${formatTimestamp(job.finished_at)}`);
 
@@ -43,15 +50,15 @@ export function renderTable(report: Report): string {
     push(`  ${padCell(kind, 15)}${cells.map((c) => padCellLeft(formatInteger(c), 9)).join('')}`);
   }
 
-  push('', `Row errors (${formatInteger(report.row_error_groups)} kinds, most frequent first)`);
+  push('', `Row errors by kind (${formatInteger(report.row_error_groups)} ${report.row_error_groups === 1 ? 'kind' : 'kinds'}, most rows first)`);
   if (report.row_errors.length === 0) push('  none');
   else {
-    push(`  ${padCellLeft('rows', 7)}  ${padCell('state', 13)} ${padCell('error code', 26)} message`);
+    push(`  ${padCellLeft('rows', 7)}  kind: state · error code · what went wrong`);
     for (const e of report.row_errors.slice(0, TABLE_ERROR_ROWS)) {
-      push(`  ${padCellLeft(formatInteger(e.rows), 7)}  ${padCell(e.state, 13)} ${padCell(cleanText(e.error_code ?? '–'), 26)} ${truncateText(cleanText(e.error_message ?? ''), 28)}`);
+      push(...formatErrorGroupLines({ count: e.rows, description: e.kind, sampleRows: e.sample_rows }, width));
     }
     if (report.row_error_groups > TABLE_ERROR_ROWS) {
-      push(`  … ${formatInteger(report.row_error_groups - TABLE_ERROR_ROWS)} more kinds: see --format json or \`quote-batch export\``);
+      push(`  … ${formatInteger(report.row_error_groups - TABLE_ERROR_ROWS)} more kinds: see --format json, or \`quote-batch export --status …\` for the rows`);
     }
   }
 
@@ -67,7 +74,7 @@ export function renderTable(report: Report): string {
     push('', `Invalid agents (${formatInteger(report.invalid_agents.length)})`);
     push(`  ${padCellLeft('blocked', 8)}  ${padCell('agent e-mail', 34)} message`);
     for (const a of report.invalid_agents.slice(0, TABLE_ERROR_ROWS)) {
-      push(`  ${padCellLeft(formatInteger(a.blocked_rows), 8)}  ${padCell(cleanText(a.email ?? '–'), 34)} ${truncateText(cleanText(a.message ?? ''), 32)}`);
+      push(`  ${padCellLeft(formatInteger(a.blocked_rows), 8)}  ${padCell(cleanText(a.email ?? '–'), 34)} ${truncateText(cleanText(a.message ?? ''), width - 47)}`);
     }
     if (report.invalid_agents.length > TABLE_ERROR_ROWS) {
       push(`  … ${formatInteger(report.invalid_agents.length - TABLE_ERROR_ROWS)} more: see --format json`);
@@ -75,7 +82,7 @@ export function renderTable(report: Report): string {
   }
 
   const statsHeader = ['count', 'min', 'median', 'p90', 'p99', 'max', 'mean'];
-  push('', 'Premium of succeeded rows');
+  push('', 'Premium of succeeded rows (USD)');
   push(`  ${statsHeader.map((h) => padCellLeft(h, 10)).join('')}`);
   const p = report.premium;
   push(`  ${[formatInteger(p.count), ...[p.min, p.median, p.p90, p.p99, p.max, p.mean].map((v) => formatFixed(v, 2))].map((c) => padCellLeft(c, 10)).join('')}`);
@@ -91,14 +98,51 @@ export function renderTable(report: Report): string {
   const t = report.timing;
   push('', `Timing: elapsed ${formatSeconds(t.elapsed_seconds)} · run time ${formatSeconds(t.run_seconds)} · ${formatInteger(t.rows_completed)} rows done · ${formatFixed(t.rows_per_second, 2)} rows/s`);
 
+  push('', ...partnerLines(report, width));
+
   push('', `Runs (${report.runs.length})`);
   push(`  ${padCellLeft('id', 6)}  ${padCell('status', 12)} ${padCell('started', 21)} ${padCell('finished', 21)} ${padCellLeft('time', 10)}`);
   for (const r of report.runs) {
     push(`  ${padCellLeft(String(r.id), 6)}  ${padCell(r.status, 12)} ${padCell(formatTimestamp(r.started_at), 21)} ${padCell(formatTimestamp(r.finished_at), 21)} ${padCellLeft(formatSeconds(r.seconds), 10)}`);
   }
 
-  // A last guard: whatever the data, no line wraps in an 80-column terminal.
-  return `${lines.map((line) => truncateText(line.trimEnd(), TABLE_WIDTH)).join('\n')}\n`;
+  // A last guard: whatever the data, no line wraps in the terminal.
+  return `${lines.map((line) => truncateText(line.trimEnd(), width)).join('\n')}\n`;
+}
+
+/** The partner's limit: where the run settled, 429s, and the limit and throughput over time as sparklines. */
+function partnerLines(report: Report, width: number): string[] {
+  const p = report.partner;
+  const share = `429 answers: ${formatInteger(p.throttled)} of ${formatInteger(p.attempts)} (${formatPercent(p.throttled_share)})`;
+  if (p.settled_limit === null) return [`Partner's limit: no per-second samples in this ledger · ${share}`];
+  const lines = [
+    `Partner's limit: settled at ${formatFixed(p.settled_limit, 0)} requests in flight`,
+    `  run ${p.settled_run_id ?? '–'}, median of its last ${formatInteger(p.settled_samples)} samples · peak limit ${formatFixed(p.limit_max, 0)} · peak in flight ${formatFixed(p.in_flight_max, 0)}`,
+    `  ${share}`,
+  ];
+  const segments = report.timeline.segments;
+  const per = formatSeconds(report.timeline.bucket_seconds);
+  const room = width - 24;
+  const series: [string, (b: ReportTimelineBucket) => number | null][] = [
+    ['concurrency limit', (b) => b.concurrency_limit],
+    ['rows / s', (b) => b.rows_per_second],
+    ['429s / s', (b) => (b.samples === 0 ? null : b.throttled / b.samples)],
+  ];
+  for (const [label, value] of series) {
+    const values = segments.map((s) => s.buckets.map(value));
+    const max = Math.max(0, ...values.flat().map((v) => v ?? 0));
+    const line = values.map((run) => sparkline(run, max)).join('│');
+    lines.push(`  ${padCell(label, 18)}  ${truncateText(line, room)}${max > 0 ? ` max ${formatFixed(max, max >= 10 ? 0 : 1)}` : ''}`);
+  }
+  lines.push(`  (one mark per ${per}; │ separates runs)`);
+  return lines;
+}
+
+const SPARKS = '▁▂▃▄▅▆▇█';
+
+/** One character per value, its height relative to `max`; a space where there is no value. */
+function sparkline(values: readonly (number | null)[], max: number): string {
+  return values.map((v) => (v === null ? ' ' : SPARKS[max <= 0 ? 0 : Math.min(7, Math.round((7 * v) / max))])).join('');
 }
 
 function shortOutcome(outcome: string): string {

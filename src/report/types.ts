@@ -5,7 +5,8 @@
  */
 import type { RowState, JobStatus, RunStatus } from '../ledger/index.js';
 
-export const REPORT_VERSION = 1;
+/** 2: `row_errors` are groups by kind (row numbers, values and ids taken out), with sample rows; `timeline` and `partner` added. */
+export const REPORT_VERSION = 2;
 
 /** Attempt kinds, in the order the report lists them. */
 export const ATTEMPT_KINDS = ['agent_validate', 'quote', 'lead'] as const;
@@ -14,7 +15,10 @@ export type ReportAttemptKind = (typeof ATTEMPT_KINDS)[number];
 /** Attempt outcomes recorded by the partner client (`attempts.outcome`). */
 export const ATTEMPT_OUTCOMES = ['ok', 'rejected', 'forbidden', 'retryable', 'in_doubt'] as const;
 
-/** States whose rows carry an error worth grouping (`row_errors`). */
+/**
+ * States whose rows carry an error worth grouping (`row_errors`): what went wrong with a row.
+ * Not `duplicate` (the lead was sent once, as it should be), nor `pending`/`in_flight`/`succeeded`.
+ */
 export const ERROR_STATES = ['rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt'] as const satisfies readonly RowState[];
 
 /** States that a later run leaves alone or that ended a send: every state but `pending` and `in_flight`. */
@@ -43,7 +47,7 @@ export interface Stats {
 
 /**
  * A histogram bin. Bins are half-open (`from <= v < to`) but the last, which is closed. Bins are
- * equal-width, except that a last overflow bin reaches the maximum when outliers lie beyond 2 × p99.
+ * equal-width, except that a last overflow bin reaches the maximum when outliers lie beyond 2 × p95.
  */
 export interface HistogramBin {
   from: number;
@@ -102,12 +106,25 @@ export interface ReportAttempts {
   by_kind: Record<ReportAttemptKind, ReportKindAttempts>;
 }
 
-/** Rows in an error state sharing a state, error code and message. */
+/**
+ * Rows in an error state of one kind: the same state, error code and message once row numbers,
+ * values and ids are taken out (`src/error-groups.ts`), as the run summary and `check` group them.
+ */
 export interface ReportRowError {
   state: RowState;
   error_code: string | null;
-  error_message: string | null;
+  /** The group in one line, `state · code · subject (columns …)`; it names no row. */
+  kind: string;
+  /** What went wrong, without row numbers, values or ids (for a mapping error: the request path and message). */
+  subject: string;
+  /** Source columns (or NDJSON fields) the group's messages name, at most 8. */
+  columns: string[];
+  /** How many rows are of this kind. */
   rows: number;
+  /** The first rows of the kind (at most 3), in row order. */
+  sample_rows: number[];
+  /** The message recorded for the first sample row, as it is in the ledger. */
+  error_message: string | null;
 }
 
 /** Failed attempts (outcome not `ok`) sharing a kind, HTTP status, error code and outcome. */
@@ -157,6 +174,82 @@ export interface ReportRun {
   seconds: number | null;
 }
 
+/**
+ * One bucket of a run on the report's time axis. Completions come from `rows.updated_at`; the
+ * rest from `run_samples` (zeros and nulls when the bucket has no sample: a ledger written before
+ * quote-batch kept samples, or a pause).
+ */
+export interface ReportTimelineBucket {
+  /** Rows that reached a state other than `pending`/`in_flight` in the bucket. */
+  rows_completed: number;
+  /** Samples (about one per second) whose middle falls in the bucket. */
+  samples: number;
+  /** Mean concurrency limit of the samples (requests allowed in flight), 2 decimals. */
+  concurrency_limit: number | null;
+  /** Mean requests in flight of the samples, 2 decimals. */
+  in_flight: number | null;
+  /** Partner answers (or failed requests) in the samples. */
+  attempts: number;
+  /** Of those, 429s (or 503s with `Retry-After`). */
+  throttled: number;
+  /** Of those, other transient failures. */
+  errors: number;
+  /** Rows done in the samples ÷ the seconds the samples cover, 2 decimals. */
+  rows_per_second: number | null;
+}
+
+/** One run on the time axis: from its start to its end, in buckets of `bucket_seconds`. */
+export interface ReportTimelineSegment {
+  run_id: number;
+  status: RunStatus;
+  /** The run's start (ISO UTC); bucket i covers [start + i·w, start + (i + 1)·w). */
+  start: string;
+  /**
+   * The run's end: `finished_at`, for a crashed run its last heartbeat (its `finished_at` is when the
+   * next run found it dead), for a running one its last heartbeat; later when a row or sample says so.
+   */
+  end: string;
+  buckets: ReportTimelineBucket[];
+}
+
+/**
+ * The job over time, run by run, so that a pause between runs (a crash, a resume the next night)
+ * takes no room on a chart. Buckets have one width for every run (at most about 60 in all).
+ */
+export interface ReportTimeline {
+  bucket_seconds: number;
+  segments: ReportTimelineSegment[];
+  /**
+   * Rows completed outside every run (e.g. settled by `resolve` later), left out of the buckets.
+   * A completion belongs to the last run started before it, up to 15 s after that run's end.
+   */
+  rows_outside_runs: number;
+}
+
+/** What the partner allowed: its rate limit as the adaptive concurrency found it, and its 429s. */
+export interface ReportPartner {
+  /** `run_samples` of the job's runs (0 for a ledger written before samples were kept). */
+  samples: number;
+  /**
+   * The limit the run settled at: the median (nearest-rank) `concurrency_limit` of the last quarter
+   * of the samples (at least the last 10) of `settled_run_id`; null without samples.
+   */
+  settled_limit: number | null;
+  /** The run `settled_limit` comes from: the latest run with at least 60 samples, else the one with the most. */
+  settled_run_id: number | null;
+  /** Samples `settled_limit` is the median of. */
+  settled_samples: number;
+  /** Highest `concurrency_limit` and `in_flight` of any sample. */
+  limit_max: number | null;
+  in_flight_max: number | null;
+  /** Attempts of the job (every kind), from `attempts`. */
+  attempts: number;
+  /** Of those, answered HTTP 429. */
+  throttled: number;
+  /** `throttled / attempts`, 4 decimals; null without attempts. */
+  throttled_share: number | null;
+}
+
 /** Everything `quote-batch report` says about one job. */
 export interface Report {
   report_version: typeof REPORT_VERSION;
@@ -164,9 +257,9 @@ export interface Report {
   job: ReportJob;
   rows: ReportRows;
   attempts: ReportAttempts;
-  /** Row errors grouped, most frequent first (at most {@link ROW_ERROR_LIMIT} groups). */
+  /** Row errors grouped by kind, most frequent first (at most {@link ROW_ERROR_LIMIT} groups). */
   row_errors: ReportRowError[];
-  /** How many groups there were in all (more than `row_errors.length` when cut). */
+  /** How many kinds there were in all (more than `row_errors.length` when cut). */
   row_error_groups: number;
   /** Failed attempts grouped, most frequent first (at most {@link ROW_ERROR_LIMIT} groups). */
   attempt_errors: ReportAttemptError[];
@@ -180,6 +273,9 @@ export interface Report {
   timing: ReportTiming;
   completions: ReportCompletions;
   runs: ReportRun[];
+  /** The runs over time: completions, the concurrency limit, requests in flight, throughput and 429s. */
+  timeline: ReportTimeline;
+  partner: ReportPartner;
 }
 
 export const ROW_ERROR_LIMIT = 100;

@@ -62,6 +62,7 @@ export interface JobInsert {
   total_rows?: number | null;
   created_at: string;
   finished_at?: string | null;
+  input_sha256?: string;
 }
 
 export function insertJob(db: Database.Database, job: JobInsert): number {
@@ -80,7 +81,7 @@ export function insertJob(db: Database.Database, job: JobInsert): number {
     total_rows: null,
     finished_at: null,
     ...job,
-    input_sha256: `in-${job.created_at}`,
+    input_sha256: job.input_sha256 ?? `in-${job.created_at}`,
     mapping_sha256: 'map-sha',
   });
   return Number(info.lastInsertRowid);
@@ -118,20 +119,44 @@ export interface RowInsert {
   total_premium?: number | null;
   request_json?: string | null;
   updated_at: string;
+  source_offset?: number | null;
+  source_line?: number | null;
 }
 
 export function insertRow(db: Database.Database, row: RowInsert): void {
   prepared(
     db,
     `INSERT INTO rows (job_id, row_number, row_key, agent_email, agent_id, state, attempts, http_status, error_code,
-       error_message, transaction_id, quote_number, total_premium, request_json, updated_at)
+       error_message, transaction_id, quote_number, total_premium, request_json, updated_at, source_offset, source_line)
      VALUES (@job_id, @row_number, @row_key, @agent_email, @agent_id, @state, @attempts, @http_status, @error_code,
-       @error_message, @transaction_id, @quote_number, @total_premium, @request_json, @updated_at)`,
+       @error_message, @transaction_id, @quote_number, @total_premium, @request_json, @updated_at, @source_offset, @source_line)`,
   ).run({
     row_key: null, agent_email: null, agent_id: null, attempts: 0, http_status: null, error_code: null,
     error_message: null, transaction_id: null, quote_number: null, total_premium: null, request_json: null,
+    source_offset: null, source_line: null,
     ...row,
   });
+}
+
+export interface SampleInsert {
+  run_id: number;
+  elapsed_ms: number;
+  at: string;
+  concurrency_limit: number | null;
+  in_flight: number;
+  attempts: number;
+  throttled: number;
+  errors: number;
+  rows_done: number;
+  latency_p50_ms: number | null;
+}
+
+export function insertSample(db: Database.Database, sample: SampleInsert): void {
+  prepared(
+    db,
+    `INSERT INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors, rows_done, latency_p50_ms)
+     VALUES (@run_id, @elapsed_ms, @at, @concurrency_limit, @in_flight, @attempts, @throttled, @errors, @rows_done, @latency_p50_ms)`,
+  ).run(sample);
 }
 
 export interface AttemptInsert {

@@ -60,11 +60,6 @@ export function computeFiguresBySql(db: Db, jobId: number) {
   }));
   const kindValues = Object.values(byKind);
 
-  const rowErrorsAll = db.prepare(
-    `SELECT state, error_code, error_message, COUNT(*) AS rows FROM rows
-     WHERE job_id = ? AND state IN ('rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt')
-     GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1, 2, 3`,
-  ).all(jobId);
   const attemptErrorsAll = db.prepare(
     `SELECT kind, http_status, error_code, outcome, COUNT(*) AS attempts FROM attempts
      WHERE job_id = ? AND outcome <> 'ok' GROUP BY 1, 2, 3, 4 ORDER BY 5 DESC, 1, 2, 3, 4`,
@@ -115,8 +110,6 @@ export function computeFiguresBySql(db: Db, jobId: number) {
       ),
       by_kind: byKind,
     },
-    row_errors: rowErrorsAll.slice(0, 100),
-    row_error_groups: rowErrorsAll.length,
     attempt_errors: attemptErrorsAll.slice(0, 100),
     attempt_error_groups: attemptErrorsAll.length,
     invalid_agents: invalidAgents,
@@ -129,6 +122,46 @@ export function computeFiguresBySql(db: Db, jobId: number) {
       rows_per_second: runSeconds > 0 ? round(done / runSeconds, 2) : null,
     },
     runs,
+  };
+}
+
+/** Rows in an error state per state and error code (`state|code`), which the kinds of a state and code add up to. */
+export function errorRowsBySql(db: Db, jobId: number): Record<string, number> {
+  const rows = db.prepare(
+    `SELECT state || '|' || COALESCE(error_code, '') AS k, COUNT(*) AS n FROM rows
+     WHERE job_id = ? AND state IN ('rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt') GROUP BY 1`,
+  ).all(jobId) as { k: string; n: number }[];
+  return Object.fromEntries(rows.map((r) => [r.k, r.n]));
+}
+
+/**
+ * The partner figures by SQL, and the settled limit as docs/ledger.md defines it: the run is the
+ * latest with at least 60 samples (else the one with the most), the limit the lower median of its
+ * last max(10, ceil(n/4)) samples.
+ */
+export function partnerBySql(db: Db, jobId: number) {
+  const ofJob = 'run_id IN (SELECT id FROM runs WHERE job_id = ?)';
+  const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE ${ofJob} GROUP BY run_id ORDER BY run_id`)
+    .all(jobId) as { run_id: number; n: number }[];
+  const long = perRun.filter((r) => r.n >= 60);
+  const chosen = long.length > 0 ? long[long.length - 1] : [...perRun].sort((a, b) => b.n - a.n || b.run_id - a.run_id)[0];
+  let limits: number[] = [];
+  if (chosen !== undefined) {
+    const all = db.prepare('SELECT concurrency_limit FROM run_samples WHERE run_id = ? ORDER BY elapsed_ms').pluck().all(chosen.run_id) as (number | null)[];
+    limits = all.slice(-Math.max(10, Math.ceil(all.length / 4))).filter((v): v is number => v !== null).sort((a, b) => a - b);
+  }
+  const attempts = one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ?', jobId);
+  const throttled = one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ? AND http_status = 429', jobId);
+  return {
+    samples: one<number>(db, `SELECT COUNT(*) FROM run_samples WHERE ${ofJob}`, jobId),
+    settled_limit: limits.length === 0 ? null : limits[Math.ceil(limits.length / 2) - 1],
+    settled_run_id: chosen?.run_id ?? null,
+    settled_samples: limits.length,
+    limit_max: one<number | null>(db, `SELECT MAX(concurrency_limit) FROM run_samples WHERE ${ofJob}`, jobId),
+    in_flight_max: one<number | null>(db, `SELECT MAX(in_flight) FROM run_samples WHERE ${ofJob}`, jobId),
+    attempts,
+    throttled,
+    throttled_share: attempts === 0 ? null : round(throttled / attempts, 4),
   };
 }
 

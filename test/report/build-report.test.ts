@@ -2,22 +2,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import {
   buildReport, computeHistogram, computeStats, flattenFigures, percentileOf, renderCsv, renderTable, resolveJobId,
-  TABLE_WIDTH, type Report,
+  DEFAULT_TABLE_WIDTH as TABLE_WIDTH, type Report,
 } from '../../src/report/index.js';
 import { QuoteBatchError } from '../../src/errors.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { buildEmptyJob } from '../fixtures/report/empty-job.js';
 import { buildHostileData } from '../fixtures/report/hostile-data.js';
 import { createTempLedger, type TempLedger } from './_ledger.js';
-import { completionTimesBySql, computeFiguresBySql, countBinsBySql } from './_sql-figures.js';
+import { groupsFromText } from './_groups.js';
+import { completionTimesBySql, computeFiguresBySql, countBinsBySql, errorRowsBySql, partnerBySql } from './_sql-figures.js';
 
 /** Holds a report against plain SQL: every figure, each histogram bin and completion bucket. */
 function expectReportMatchesSql(t: TempLedger, jobId: number): Report {
   const report = JSON.parse(JSON.stringify(buildReport(t.db, jobId))) as Report;
   const bySql = computeFiguresBySql(t.db, jobId);
-  const { generated_at: _g, report_version: version, completions, premium, latency_ms: latency, ...rest } = report;
+  const {
+    generated_at: _g, report_version: version, completions, premium, latency_ms: latency, row_errors: rowErrors,
+    row_error_groups: kinds, timeline, partner, ...rest
+  } = report;
   const strip = <T extends { histogram: unknown }>({ histogram: _h, ...stats }: T) => stats;
-  expect(version).toBe(1);
+  expect(version).toBe(2);
   expect({
     ...rest,
     premium: strip(premium),
@@ -47,6 +51,35 @@ function expectReportMatchesSql(t: TempLedger, jobId: number): Report {
     expect(completions.buckets).toEqual(expected);
     expect(completions.buckets.length).toBeLessThanOrEqual(60);
   }
+
+  // Error kinds: they add up to the rows of each state and code, their samples are rows of theirs
+  // (in row order, the first one's message recorded), and no kind names a row.
+  expect(kinds).toBe(rowErrors.length); // every fixture has fewer than 100 kinds
+  const byStateCode: Record<string, number> = {};
+  for (const g of rowErrors) {
+    const key = `${g.state}|${g.error_code ?? ''}`;
+    byStateCode[key] = (byStateCode[key] ?? 0) + g.rows;
+    expect(g.kind, g.kind).not.toMatch(/\b(?:rows?|lines?) \d/);
+    expect(g.sample_rows.length).toBe(Math.min(3, g.rows));
+    expect([...g.sample_rows].sort((a, b) => a - b)).toEqual(g.sample_rows);
+    const first = t.db.prepare('SELECT state, error_code, error_message FROM rows WHERE job_id = ? AND row_number = ?').get(jobId, g.sample_rows[0]);
+    expect(first).toEqual({ state: g.state, error_code: g.error_code, error_message: g.error_message });
+  }
+  expect(byStateCode).toEqual(errorRowsBySql(t.db, jobId));
+
+  // Timeline: one segment per run from its start; completions add up; samples and their attempts add up.
+  const runs = t.db.prepare('SELECT id, started_at FROM runs WHERE job_id = ? ORDER BY started_at, id').all(jobId) as { id: number; started_at: string }[];
+  expect(timeline.segments.map((s) => [s.run_id, s.start])).toEqual(runs.map((r) => [r.id, new Date(Date.parse(r.started_at)).toISOString()]));
+  const buckets = timeline.segments.flatMap((s) => s.buckets);
+  expect(buckets.reduce((n, b) => n + b.rows_completed, 0) + timeline.rows_outside_runs).toBe(report.timing.rows_completed);
+  expect(buckets.reduce((n, b) => n + b.samples, 0)).toBe(partner.samples);
+  const sampleAttempts = t.db.prepare('SELECT TOTAL(attempts) FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?)').pluck().get(jobId);
+  expect(buckets.reduce((n, b) => n + b.attempts, 0)).toBe(sampleAttempts);
+  for (const segment of timeline.segments) {
+    expect(Date.parse(segment.end)).toBeGreaterThanOrEqual(Date.parse(segment.start));
+    expect(segment.buckets.length).toBe(Math.floor((Date.parse(segment.end) - Date.parse(segment.start)) / (timeline.bucket_seconds * 1000)) + 1);
+  }
+  expect(partner).toEqual(partnerBySql(t.db, jobId));
   return report;
 }
 
@@ -91,14 +124,62 @@ describe('buildReport on the mixed-job ledger', () => {
     expect(() => resolveJobId(t.db, 999, t.path)).toThrow(/job 999 is not in ledger/);
   });
 
-  it('renders a table in which no line is wider than 80 columns', () => {
-    const text = renderTable(buildReport(t.db, fixture.jobId));
-    const lines = text.trimEnd().split('\n');
-    expect(lines.length).toBeGreaterThan(30);
-    for (const line of lines) expect(Array.from(line).length, line).toBeLessThanOrEqual(TABLE_WIDTH);
-    expect(text).toContain('succeeded');
-    expect(text).toContain('nobody@example.test');
-    expect(text).toContain('state_not_supported');
+  it('renders a table as wide as asked (100 by default), the error kinds whole and as in the JSON', () => {
+    const report = buildReport(t.db, fixture.jobId);
+    for (const width of [undefined, 80, 200]) {
+      const text = renderTable(report, { width });
+      const lines = text.trimEnd().split('\n');
+      expect(lines.length).toBeGreaterThan(30);
+      for (const line of lines) expect(Array.from(line).length, line).toBeLessThanOrEqual(width ?? TABLE_WIDTH);
+      expect(text).toContain('nobody@example.test');
+      expect(groupsFromText(text, 'Row errors by kind')).toEqual(
+        report.row_errors.map((g) => ({ rows: g.rows, kind: g.kind, sampleRows: g.sample_rows })),
+      );
+    }
+    // On a wide terminal a kind takes one line.
+    const wide = renderTable(report, { width: 200 });
+    for (const g of report.row_errors) expect(wide).toContain(`  ${g.kind}\n`);
+    expect(renderTable(report, { width: 200 })).toMatch(/Partner's limit: settled at \d+ requests in flight/);
+  });
+
+  it('groups the error rows by kind: one kind per mistake, whatever the row, value or US state', () => {
+    const report = buildReport(t.db, fixture.jobId);
+    const kinds = (state: string) => report.row_errors.filter((g) => g.state === state);
+    expect(kinds('invalid').map((g) => [g.kind, g.rows])).toEqual([
+      ['invalid · E_VALIDATION · application.drivers[].dob: expected YYYY-MM-DD (column driver1_dob)', report.rows.by_state.invalid],
+    ]);
+    expect(kinds('rejected').map((g) => g.error_code).sort()).toEqual(['eligible_vehicle_not_found', 'missing_required_parameter', 'state_not_supported']);
+    expect(report.row_error_groups).toBe(8);
+  });
+
+  it('puts each completion in the run it happened in, in its bucket', () => {
+    const report = buildReport(t.db, fixture.jobId);
+    const { bucket_seconds: w, segments } = report.timeline;
+    expect(segments.map((s) => s.status)).toEqual(['crashed', 'interrupted']);
+    expect(report.timeline.rows_outside_runs).toBe(0);
+    const times = completionTimesBySql(t.db, fixture.jobId);
+    segments.forEach((segment, i) => {
+      const start = Date.parse(segment.start);
+      const next = segments[i + 1];
+      const inRun = times.filter((at) => at >= start && (next === undefined || at < Date.parse(next.start)));
+      const expected = new Array<number>(segment.buckets.length).fill(0);
+      for (const at of inRun) {
+        const i = Math.floor((at - start) / (w * 1000));
+        expected[i] = (expected[i] ?? 0) + 1;
+      }
+      expect(segment.buckets.map((b) => b.rows_completed), `run ${segment.run_id}`).toEqual(expected);
+      // A sample per second: every bucket of the run has w of them but a last, partial one.
+      expect(segment.buckets.slice(0, -1).every((b) => b.samples === w)).toBe(true);
+    });
+  });
+
+  it('says where the partner\'s limit settled: below the limit the samples ran into', () => {
+    const { partner } = buildReport(t.db, fixture.jobId);
+    expect(partner.settled_run_id).toBe(fixture.jobId + 1); // the second run of the job (run ids: old job's, then 2, 3)
+    expect(partner.settled_limit).toBeGreaterThan(fixture.partnerLimit / 2);
+    expect(partner.settled_limit).toBeLessThanOrEqual(fixture.partnerLimit);
+    expect(partner.limit_max).toBeGreaterThan(fixture.partnerLimit);
+    expect(partner.throttled).toBeGreaterThan(0);
   });
 
   it('renders CSV with one line per figure, each equal to the JSON figure', () => {

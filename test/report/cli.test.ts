@@ -13,14 +13,16 @@ import Database from 'better-sqlite3';
 import { buildReport, EXPORT_COLUMNS, type Report } from '../../src/report/index.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { createTempLedger, type TempLedger } from './_ledger.js';
-import { computeFiguresBySql } from './_sql-figures.js';
+import { computeFiguresBySql, partnerBySql } from './_sql-figures.js';
+import { groupsFromCsv, groupsFromHtml, groupsFromText } from './_groups.js';
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const BIN = join(ROOT, 'bin/quote-batch.js');
 
-function cli(args: string[], cwd: string) {
+function cli(args: string[], cwd: string, env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [BIN, ...args], {
-    cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1' },
+    // COLUMNS as when no terminal says otherwise, unless a test sets it.
+    cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1', COLUMNS: '', ...env },
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -53,11 +55,17 @@ describe('quote-batch report / export / jobs', () => {
     }
   });
 
-  it('report (table) fits 80 columns; --job picks another job', () => {
+  it('report (table) is 100 columns wide off a terminal, as wide as COLUMNS says; --job picks another job', () => {
     const r = cli(['report', '--ledger', t.path, '--job', String(fixture.oldJobId)], '/');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`job ${fixture.oldJobId}`);
-    for (const line of r.stdout.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(80);
+    for (const line of r.stdout.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(100);
+    const narrow = cli(['report'], t.dir);
+    const wide = cli(['report'], t.dir, { COLUMNS: '200' });
+    const widest = (text: string): number => Math.max(...text.split('\n').map((line) => Array.from(line).length));
+    expect(widest(narrow.stdout)).toBeLessThanOrEqual(100);
+    expect(widest(wide.stdout)).toBeLessThanOrEqual(200);
+    expect(widest(wide.stdout)).toBeGreaterThan(100);
   });
 
   it('report --format csv and --format html --out write the figures', () => {
@@ -131,34 +139,65 @@ describe('quote-batch report / export / jobs', () => {
 });
 
 describe('on the ledger of the sample job (`npm start`)', () => {
+  const samples = join(ROOT, 'samples/leads.csv');
+  const mapping = join(ROOT, 'mappings/example-csv.yaml');
+  let dir: string;
+  let ledgerPath: string;
+  let summary: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'qb-report-sample-'));
+    ledgerPath = join(dir, 'quote-batch.db');
+    // What `npm start` runs, with the ledger in a temp directory.
+    const run = cli(['run', samples, '--mapping', mapping, '--env', 'sandbox', '--ledger', ledgerPath, '--quiet'], ROOT);
+    expect([0, 1], run.stderr).toContain(run.code);
+    summary = run.stdout;
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
   it('every figure of report --format json equals plain SQL', () => {
-    const samples = join(ROOT, 'samples/leads.csv');
-    const mapping = join(ROOT, 'mappings/example-csv.yaml');
-    const dir = mkdtempSync(join(tmpdir(), 'qb-report-sample-'));
-    const ledgerPath = join(dir, 'quote-batch.db');
+    const r = cli(['report', '--ledger', ledgerPath, '--format', 'json'], ROOT);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout) as Report;
+    expect(report.rows.total).toBeGreaterThan(0);
+    const reader = createReader(ledgerPath);
     try {
-      // What `npm start` runs, with the ledger in a temp directory.
-      const run = cli(['run', samples, '--mapping', mapping, '--env', 'sandbox', '--ledger', ledgerPath, '--quiet'], ROOT);
-      expect([0, 1], run.stderr).toContain(run.code);
-      const r = cli(['report', '--ledger', ledgerPath, '--format', 'json'], ROOT);
-      expect(r.code).toBe(0);
-      const report = JSON.parse(r.stdout) as Report;
-      expect(report.rows.total).toBeGreaterThan(0);
-      const reader = createReader(ledgerPath);
-      try {
-        const { generated_at: _g, report_version: _v, completions: _c, premium, latency_ms: latency, ...rest } = report;
-        const strip = <T extends { histogram: unknown }>({ histogram: _h, ...stats }: T) => stats;
-        expect({
-          ...rest,
-          premium: strip(premium),
-          latency_ms: Object.fromEntries(Object.entries(latency).map(([k, v]) => [k, strip(v)])),
-        }).toEqual(computeFiguresBySql(reader, report.job.id));
-      } finally {
-        reader.close();
-      }
+      const {
+        generated_at: _g, report_version: _v, completions: _c, premium, latency_ms: latency, row_errors: _e,
+        row_error_groups: _k, timeline: _t, partner, ...rest
+      } = report;
+      const strip = <T extends { histogram: unknown }>({ histogram: _h, ...stats }: T) => stats;
+      expect({
+        ...rest,
+        premium: strip(premium),
+        latency_ms: Object.fromEntries(Object.entries(latency).map(([k, v]) => [k, strip(v)])),
+      }).toEqual(computeFiguresBySql(reader, report.job.id));
+      expect(partner).toEqual(partnerBySql(reader, report.job.id));
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      reader.close();
     }
+  });
+
+  it('the run summary and report table, json, csv and html give the same error kinds, none naming a row', () => {
+    const json = JSON.parse(cli(['report', '--ledger', ledgerPath, '--format', 'json'], ROOT).stdout) as Report;
+    const expected = json.row_errors.map((g) => ({ rows: g.rows, kind: g.kind, sampleRows: g.sample_rows }));
+    // The samples' rows to fix (samples/README.md): 9 invalid rows, each its own mistake; the
+    // rejections of three US states as one kind; two vehicle rejections; two agent messages.
+    expect(json.row_error_groups).toBe(13);
+    expect(expected.map((g) => [g.rows, g.kind]).slice(0, 4)).toEqual([
+      [4, 'agent_invalid · The specified user_type does not match the account.'],
+      [4, 'agent_invalid · User not found.'],
+      [3, 'rejected · state_not_supported · State XX is not supported.'],
+      [2, 'rejected · eligible_vehicle_not_found · No eligible vehicle found: a vehicle must be model year N or later and not in commercial use.'],
+    ]);
+    for (const g of expected) expect(g.kind).not.toMatch(/\b(?:rows?|lines?) \d/);
+
+    const table = cli(['report', '--ledger', ledgerPath], ROOT).stdout;
+    expect(groupsFromText(table, 'Row errors by kind')).toEqual(expected);
+    expect(groupsFromCsv(cli(['report', '--ledger', ledgerPath, '--format', 'csv'], ROOT).stdout)).toEqual(expected);
+    expect(groupsFromHtml(cli(['report', '--ledger', ledgerPath, '--format', 'html'], ROOT).stdout)).toEqual(expected);
+    // The run summary lists the five largest, with two sample rows each.
+    expect(groupsFromText(summary, 'errors by kind')).toEqual(expected.slice(0, 5).map((g) => ({ ...g, sampleRows: g.sampleRows.slice(0, 2) })));
+    expect(summary).toContain(`… ${json.row_error_groups - 5} more: quote-batch report`);
   });
 });
 

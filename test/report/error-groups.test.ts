@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeErrorKind, ErrorGroups, errorKindOf, normaliseReason } from '../../src/error-groups.js';
+import { describeErrorKind, ErrorGroups, errorKindOf, normaliseReason, OTHER_KINDS_SUBJECT } from '../../src/error-groups.js';
 
 describe('normaliseReason', () => {
   it.each([
@@ -13,6 +13,9 @@ describe('normaliseReason', () => {
     ['see https://partner.example/docs?id=4 now', 'see <url> now'],
     ['Processed successfully.', 'Processed successfully.'],
     ['state_not_supported', 'state_not_supported'],
+    ['State AK is not supported.', 'State XX is not supported.'],
+    ['The state NY is not supported', 'The state XX is not supported'],
+    ['Agent ID is missing', 'Agent ID is missing'],
   ])('%s → %s', (input, expected) => {
     expect(normaliseReason(input)).toBe(expected);
   });
@@ -26,6 +29,15 @@ describe('errorKindOf', () => {
     expect(a.subject).toBe('application.drivers[].dob: expected YYYY-MM-DD');
     expect(a.columns).toEqual(['driver2_dob']);
     expect(a.subject).not.toMatch(/17|90|1990/);
+  });
+
+  it("keeps a mapping message's own limits and takes its quoted values out", () => {
+    const vin = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 64: application.vehicles[0].vin: expected a 17-character VIN, got "W7BZMG009HPEN4JT" (column vehicle1_vin)' });
+    expect(vin.subject).toBe('application.vehicles[].vin: expected a 17-character VIN');
+    const tcpa = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 140: compliance.tcpa_consent: expected yes or no (Y/N, yes/no, 1/0, true/false), got "maybe" (column tcpa_consent)' });
+    expect(tcpa.subject).toBe('compliance.tcpa_consent: expected yes or no (Y/N, yes/no, 1/0, true/false)');
+    const unknown = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 9: application.drivers[0].gender: unknown value "X" (known: M, F) (column driver1_gender)' });
+    expect(unknown.subject).toBe('application.drivers[].gender: unknown value "…" (known: M, F)');
   });
 
   it('takes the first issue of a row with several', () => {
@@ -68,5 +80,33 @@ describe('ErrorGroups', () => {
     expect(second).toMatchObject({ count: 1, rows: [9], columns: ['click_id'] });
     expect(describeErrorKind(second!)).toBe('invalid · mapping_error · tracking.click_id: is required (column click_id)');
     expect(groups.top(1)).toHaveLength(1);
+  });
+
+  it('gathers the partner messages of the samples (one per US state) in one kind', () => {
+    const groups = new ErrorGroups();
+    for (const state of ['AK', 'HI', 'MA']) {
+      groups.add({ state: 'rejected', errorCode: 'state_not_supported', message: `State ${state} is not supported.` });
+    }
+    expect(groups.top().map((g) => [g.count, describeErrorKind(g)])).toEqual([
+      [3, 'rejected · state_not_supported · State XX is not supported.'],
+    ]);
+  });
+
+  it('leaves out a code that repeats the state', () => {
+    const kind = errorKindOf({ state: 'agent_invalid', errorCode: 'agent_invalid', message: 'User not found.' });
+    expect(describeErrorKind(kind)).toBe('agent_invalid · User not found.');
+  });
+
+  it('stops telling kinds apart past maxKinds: the rest is counted per state, nothing is lost', () => {
+    const groups = new ErrorGroups({ maxKinds: 3, samples: 2 });
+    for (let n = 1; n <= 10; n += 1) {
+      groups.add({ state: n % 2 === 0 ? 'failed' : 'rejected', errorCode: null, message: `reason ${'abcdefghij'[n - 1] ?? ''}` }, n);
+    }
+    expect(groups.size).toBe(5);
+    const top = groups.top();
+    expect(top.reduce((sum, g) => sum + g.count, 0)).toBe(10);
+    const other = top.filter((g) => g.subject === OTHER_KINDS_SUBJECT);
+    // Rows 1–3 made the three kinds; rows 4–10 fell past the cap.
+    expect(other.map((g) => [g.state, g.count, g.rows])).toEqual([['failed', 4, [4, 6]], ['rejected', 3, [5, 7]]]);
   });
 });

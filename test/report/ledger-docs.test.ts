@@ -68,6 +68,14 @@ describe('docs/ledger.md', () => {
     });
   }
 
+  it("computes the partner's settled limit as the report does (the SQL of \"Reports and exports\")", () => {
+    const section = markdown.slice(markdown.indexOf('## Reports and exports'), markdown.indexOf('## Example queries'));
+    const sql = /^ {2}```sql\n([\s\S]*?)^ {2}```$/m.exec(section)?.[1];
+    expect(sql).toBeDefined();
+    expect(report.partner.settled_limit).not.toBeNull();
+    expect(analyst.prepare(sql as string).all()).toEqual([{ settled_limit: report.partner.settled_limit }]);
+  });
+
   it('returns figures that agree with the report', () => {
     // 1. today's success rate by agent: the latest row was completed just now.
     const today = run(1);

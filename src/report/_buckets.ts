@@ -1,0 +1,25 @@
+/** Time buckets shared by the report's over-time figures. */
+
+/** Most buckets an over-time figure has: a bar every 9 px or so of a chart. */
+export const MAX_TIME_BUCKETS = 60;
+
+/** Bucket widths a person reads easily, in seconds. */
+const BUCKET_WIDTHS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+
+/** The narrowest readable width (at least `min` seconds) that cuts `seconds` into fewer than {@link MAX_TIME_BUCKETS} buckets. */
+export function bucketSecondsFor(seconds: number, min = 0): number {
+  return BUCKET_WIDTHS.find((w) => w >= min && seconds / w < MAX_TIME_BUCKETS)
+    ?? Math.ceil(seconds / MAX_TIME_BUCKETS / 86400) * 86400;
+}
+
+/** SQL for an ISO text column as whole epoch milliseconds (SQLite keeps times as integer ms, so bucket edges are exact). */
+export function epochMsSql(column: string): string {
+  return `(CAST(strftime('%s', ${column}) AS INTEGER) * 1000 + CAST(substr(strftime('%f', ${column}), 4) AS INTEGER))`;
+}
+
+export const sqlList = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(', ');
+
+export function round(value: number, decimals: number): number {
+  const f = 10 ** decimals;
+  return Math.round(value * f) / f;
+}

@@ -1,0 +1,174 @@
+/**
+ * The job over time, run by run ({@link ReportTimeline}), and what the partner allowed
+ * ({@link ReportPartner}), from `runs`, `rows.updated_at`, `run_samples` and `attempts`.
+ * Rows and samples are aggregated by SQLite or streamed: memory grows with buckets, not rows.
+ */
+import type Database from 'better-sqlite3';
+import type { RunStatus } from '../ledger/index.js';
+import { bucketSecondsFor, epochMsSql, round, sqlList } from './_buckets.js';
+import {
+  DONE_STATES, type ReportPartner, type ReportTimeline, type ReportTimelineBucket, type ReportTimelineSegment,
+} from './types.js';
+
+type Db = Database.Database;
+
+/** A crashed run's last heartbeat is up to 10 s before it died: completions this soon after its end are still its own. */
+const SLACK_MS = 15_000;
+/** A run with a minute of samples is long enough to say where the limit settled. */
+const SETTLED_MIN_SAMPLES = 60;
+
+interface RunRow {
+  id: number;
+  status: RunStatus;
+  started_at: string;
+  finished_at: string | null;
+  heartbeat_at: string | null;
+}
+
+interface Span {
+  run: RunRow;
+  start: number;
+  end: number;
+  /** Completions in [start, until) belong to this run. */
+  until: number;
+}
+
+interface BucketSums {
+  rowsCompleted: number;
+  samples: number;
+  limitSum: number;
+  limitCount: number;
+  inFlightSum: number;
+  attempts: number;
+  throttled: number;
+  errors: number;
+  rowsDone: number;
+  coveredMs: number;
+}
+
+const parse = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
+/** ISO text of `ms` for comparing with the ledger's ISO columns (an infinite bound: after every time). */
+const iso = (ms: number): string => (Number.isFinite(ms) ? new Date(ms).toISOString() : '9999-12-31T23:59:59.999Z');
+
+export function readTimeline(db: Db, jobId: number): ReportTimeline {
+  const runs = db.prepare(
+    'SELECT id, status, started_at, finished_at, heartbeat_at FROM runs WHERE job_id = ? ORDER BY started_at, id',
+  ).all(jobId) as RunRow[];
+  const done = `job_id = ? AND state IN (${sqlList(DONE_STATES)}) AND updated_at >= ? AND updated_at < ?`;
+  const lastCompletion = db.prepare(`SELECT MAX(updated_at) FROM rows WHERE ${done}`).pluck();
+  const lastSample = db.prepare('SELECT MAX(at) FROM run_samples WHERE run_id = ?').pluck();
+
+  const spans: Span[] = runs.map((run, i) => {
+    const start = Date.parse(run.started_at);
+    const recorded = run.status === 'crashed'
+      ? parse(run.heartbeat_at)
+      : parse(run.finished_at) ?? parse(run.heartbeat_at);
+    const next = runs[i + 1];
+    const until = Math.min(next === undefined ? Number.POSITIVE_INFINITY : Date.parse(next.started_at), (recorded ?? start) + SLACK_MS);
+    const last = Math.max(
+      recorded ?? start,
+      parse(lastCompletion.get(jobId, iso(start), iso(until)) as string | null) ?? start,
+      parse(lastSample.get(run.id) as string | null) ?? start,
+    );
+    return { run, start, end: last, until };
+  });
+  const activeSeconds = spans.reduce((sum, s) => sum + (s.end - s.start) / 1000, 0);
+  const bucketSeconds = bucketSecondsFor(activeSeconds, 1);
+  const w = bucketSeconds * 1000;
+
+  const sums = spans.map((s) => Array.from({ length: Math.floor((s.end - s.start) / w) + 1 }, (): BucketSums => ({
+    rowsCompleted: 0, samples: 0, limitSum: 0, limitCount: 0, inFlightSum: 0, attempts: 0, throttled: 0, errors: 0, rowsDone: 0, coveredMs: 0,
+  })));
+  const at = (i: number, ms: number): BucketSums => {
+    const buckets = sums[i] as BucketSums[];
+    return buckets[Math.min(Math.max(Math.floor((ms - (spans[i] as Span).start) / w), 0), buckets.length - 1)] as BucketSums;
+  };
+
+  const completions = db.prepare(
+    `SELECT CAST((${epochMsSql('updated_at')} - ?) / ? AS INTEGER) AS bucket, COUNT(*) AS n FROM rows WHERE ${done} GROUP BY bucket`,
+  ).raw();
+  let attributed = 0;
+  spans.forEach((span, i) => {
+    for (const [bucket, n] of completions.iterate(span.start, w, jobId, iso(span.start), iso(span.until)) as Iterable<[number, number]>) {
+      at(i, span.start + bucket * w).rowsCompleted += n;
+      attributed += n;
+    }
+  });
+  const completed = db.prepare(`SELECT COUNT(*) FROM rows WHERE job_id = ? AND state IN (${sqlList(DONE_STATES)})`).pluck().get(jobId) as number;
+
+  const index = new Map(spans.map((s, i) => [s.run.id, i]));
+  let previous = { run: -1, elapsed: 0 };
+  for (const [runId, sampleAt, elapsed, limit, inFlight, attempts, throttled, errors, rowsDone] of db.prepare(
+    `SELECT run_id, at, elapsed_ms, concurrency_limit, in_flight, attempts, throttled, errors, rows_done FROM run_samples
+     WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) ORDER BY run_id, elapsed_ms`,
+  ).raw().iterate(jobId) as Iterable<[number, string, number, number | null, number, number, number, number, number]>) {
+    const i = index.get(runId);
+    if (i === undefined) continue;
+    // A sample covers the time since the run's previous one (its first, since the run started);
+    // it falls in the bucket of its middle (its end may sit on the next bucket's edge).
+    const covered = Math.max(0, elapsed - (previous.run === runId ? previous.elapsed : 0));
+    previous = { run: runId, elapsed };
+    const b = at(i, Date.parse(sampleAt) - covered / 2);
+    b.samples += 1;
+    if (limit !== null) {
+      b.limitSum += limit;
+      b.limitCount += 1;
+    }
+    b.inFlightSum += inFlight;
+    b.attempts += attempts;
+    b.throttled += throttled;
+    b.errors += errors;
+    b.rowsDone += rowsDone;
+    b.coveredMs += covered;
+  }
+
+  const segments = spans.map((span, i): ReportTimelineSegment => ({
+    run_id: span.run.id,
+    status: span.run.status,
+    start: iso(span.start),
+    end: iso(span.end),
+    buckets: (sums[i] as BucketSums[]).map((b): ReportTimelineBucket => ({
+      rows_completed: b.rowsCompleted,
+      samples: b.samples,
+      concurrency_limit: b.limitCount === 0 ? null : round(b.limitSum / b.limitCount, 2),
+      in_flight: b.samples === 0 ? null : round(b.inFlightSum / b.samples, 2),
+      attempts: b.attempts,
+      throttled: b.throttled,
+      errors: b.errors,
+      rows_per_second: b.coveredMs === 0 ? null : round((1000 * b.rowsDone) / b.coveredMs, 2),
+    })),
+  }));
+  return { bucket_seconds: bucketSeconds, segments, rows_outside_runs: completed - attributed };
+}
+
+export function readPartner(db: Db, jobId: number): ReportPartner {
+  const ofJob = 'run_id IN (SELECT id FROM runs WHERE job_id = ?)';
+  const all = db.prepare(`SELECT COUNT(*) AS n, MAX(concurrency_limit) AS max_limit, MAX(in_flight) AS max_in_flight FROM run_samples WHERE ${ofJob}`)
+    .get(jobId) as { n: number; max_limit: number | null; max_in_flight: number | null };
+  const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE ${ofJob} GROUP BY run_id ORDER BY run_id`)
+    .all(jobId) as { run_id: number; n: number }[];
+  const settledRun = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
+    ?? perRun.reduce<{ run_id: number; n: number } | undefined>((best, r) => (best === undefined || r.n >= best.n ? r : best), undefined);
+  let limits: number[] = [];
+  if (settledRun !== undefined) {
+    const last = Math.min(settledRun.n, Math.max(10, Math.ceil(settledRun.n / 4)));
+    limits = db.prepare(
+      `SELECT concurrency_limit FROM (SELECT concurrency_limit FROM run_samples WHERE run_id = ? ORDER BY elapsed_ms DESC LIMIT ?)
+       WHERE concurrency_limit IS NOT NULL ORDER BY concurrency_limit`,
+    ).pluck().all(settledRun.run_id, last) as number[];
+  }
+  const answers = db.prepare('SELECT COUNT(*) AS attempts, TOTAL(http_status = 429) AS throttled FROM attempts WHERE job_id = ?')
+    .get(jobId) as { attempts: number; throttled: number };
+  return {
+    samples: all.n,
+    // Nearest-rank median, like every percentile of the report: a limit that occurred.
+    settled_limit: limits.length === 0 ? null : (limits[Math.ceil(limits.length / 2) - 1] as number),
+    settled_run_id: settledRun?.run_id ?? null,
+    settled_samples: limits.length,
+    limit_max: all.max_limit,
+    in_flight_max: all.max_in_flight,
+    attempts: answers.attempts,
+    throttled: answers.throttled,
+    throttled_share: answers.attempts === 0 ? null : round(answers.throttled / answers.attempts, 4),
+  };
+}
