@@ -8,7 +8,7 @@ import { CsvDecoder } from './_csv-decoder.js';
 import type { Decoder } from './_decoder.js';
 import { NdjsonDecoder } from './_ndjson-decoder.js';
 import { detectInput } from './detect.js';
-import { DEFAULT_MAX_RECORD_BYTES } from './types.js';
+import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_RECORD_BYTES } from './types.js';
 import type { InputFormat, InputItem, InputOptions, InputReader, InputStart } from './types.js';
 
 /** Bytes read from the file at a time. */
@@ -31,7 +31,9 @@ const CR = 0x0d;
  */
 export async function openInput(path: string, options: InputOptions = {}): Promise<InputReader> {
   const { format, gzip } = detectInput(path, options.format);
-  const maxRecordBytes = readMaxRecordBytes(options.maxRecordBytes);
+  const maxRecordBytes = readPositive('maxRecordBytes', options.maxRecordBytes, DEFAULT_MAX_RECORD_BYTES);
+  const ndjson = { maxRecordBytes, maxDepth: readPositive('maxDepth', options.maxDepth, DEFAULT_MAX_DEPTH) };
+  const { signal } = options;
   const csv =
     format === 'ndjson'
       ? undefined
@@ -41,7 +43,7 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
   if (start !== undefined && csv === undefined && start.offset === 0 && start.rowNumber === 1 && start.line === 1) {
     start = undefined;
   }
-  const decoder: Decoder = csv ?? new NdjsonDecoder({ maxRecordBytes });
+  const decoder: Decoder = csv ?? new NdjsonDecoder(ndjson);
 
   let handle: FileHandle;
   try {
@@ -60,11 +62,11 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
   }
 
   if (start !== undefined) {
-    return openInputAt({ path, format, gzip, handle, totalBytes, start, csv, maxRecordBytes });
+    return openInputAt({ path, format, gzip, handle, totalBytes, start, csv, ndjson, signal });
   }
   const file = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
   const source: Readable = gzip ? pipeline(file, createGunzip(), noop) : file;
-  const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0 });
+  const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0, signal });
   if (format !== 'ndjson') {
     try {
       await reader.readHeader();
@@ -85,12 +87,13 @@ interface ResumeParts {
   start: InputStart;
   /** The CSV decoder that reads the header; undefined for NDJSON. */
   csv: CsvDecoder | undefined;
-  maxRecordBytes: number;
+  ndjson: { maxRecordBytes: number; maxDepth: number };
+  signal: AbortSignal | undefined;
 }
 
 /** The resumed read of {@link openInput}: finds `start`, checks a record can begin there, reads on. */
 async function openInputAt(parts: ResumeParts): Promise<InputReader> {
-  const { path, format, gzip, handle, totalBytes, start, csv, maxRecordBytes } = parts;
+  const { path, format, gzip, handle, totalBytes, start, csv, ndjson, signal } = parts;
   const refuse = (reason: string): QuoteBatchError =>
     new QuoteBatchError(
       'E_INPUT',
@@ -124,11 +127,12 @@ async function openInputAt(parts: ResumeParts): Promise<InputReader> {
     path,
     format,
     gzip,
-    decoder: csv ?? new NdjsonDecoder({ maxRecordBytes }),
+    decoder: csv ?? new NdjsonDecoder(ndjson),
     file,
     source,
     totalBytes,
     bytesBefore: streamStart,
+    signal,
   });
   try {
     const { before, at, skipped } = await reader.skipPrefix(skip, csv);
@@ -147,7 +151,7 @@ async function openInputAt(parts: ResumeParts): Promise<InputReader> {
     if (before !== LF && (before !== CR || csv === undefined)) {
       throw refuse(`byte ${start.offset - 1} before it does not end a line, so no record starts there`);
     }
-    reader.decodeWith(csv === undefined ? new NdjsonDecoder({ maxRecordBytes, start }) : csv.continueAt(start));
+    reader.decodeWith(csv === undefined ? new NdjsonDecoder({ ...ndjson, start }) : csv.continueAt(start));
   } catch (error) {
     await reader.close();
     throw error;
@@ -193,6 +197,8 @@ interface ReaderParts {
   totalBytes: number;
   /** Where the file stream starts (a resumed read of a plain file): counted as read. */
   bytesBefore: number;
+  /** Ends the iteration early when aborted (see InputOptions.signal). */
+  signal: AbortSignal | undefined;
 }
 
 /**
@@ -280,8 +286,9 @@ class StreamingInputReader implements InputReader {
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<InputItem, void, undefined> {
+    const { signal } = this.#parts;
     try {
-      while (!this.#closed) {
+      while (!this.#closed && signal?.aborted !== true) {
         if (this.#head < this.#items.length) {
           const item = this.#items[this.#head] as InputItem;
           this.#items[this.#head] = undefined;
@@ -347,10 +354,10 @@ class StreamingInputReader implements InputReader {
   }
 }
 
-function readMaxRecordBytes(value: number | undefined): number {
-  if (value === undefined) return DEFAULT_MAX_RECORD_BYTES;
+function readPositive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < 1) {
-    throw new QuoteBatchError('E_USAGE', `maxRecordBytes must be a positive integer, got ${String(value)}`);
+    throw new QuoteBatchError('E_USAGE', `${name} must be a positive integer, got ${String(value)}`);
   }
   return value;
 }
