@@ -49,7 +49,7 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
   try {
     handle = await open(path, 'r');
   } catch (error) {
-    throw new QuoteBatchError('E_INPUT', `cannot open input file ${path}: ${describeFsError(error)}`, { cause: error });
+    throw fsError('open', path, error);
   }
   let totalBytes: number;
   try {
@@ -58,7 +58,7 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
     totalBytes = stats.size;
   } catch (error) {
     await handle.close();
-    throw new QuoteBatchError('E_INPUT', `cannot open input file ${path}: ${describeFsError(error)}`, { cause: error });
+    throw fsError('open', path, error);
   }
 
   if (start !== undefined) {
@@ -173,7 +173,7 @@ async function readHeaderAt(handle: FileHandle, decoder: CsvDecoder, path: strin
     try {
       ({ bytesRead } = await handle.read(buffer, 0, READ_CHUNK_BYTES, position));
     } catch (error) {
-      throw new QuoteBatchError('E_INPUT', `cannot read input file ${path}: ${describeFsError(error)}`, { cause: error });
+      throw fsError('read', path, error);
     }
     if (bytesRead === 0) {
       decoder.end(dropped);
@@ -386,19 +386,18 @@ function readDelimiter(value: string | undefined, format: InputFormat): string {
   return value;
 }
 
-function describeFsError(error: unknown): string {
+/** An E_INPUT error naming the file, the reason in a few words, and what to do. */
+function fsError(verb: 'open' | 'read', path: string, error: unknown): QuoteBatchError {
   const code = (error as { code?: unknown } | undefined)?.code;
-  switch (code) {
-    case 'ENOENT':
-      return 'no such file';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'it is a directory';
-    default:
-      return error instanceof Error ? error.message : String(error);
-  }
+  const [reason, hint] =
+    code === 'ENOENT'
+      ? ['no such file', 'check the path; a relative path is read from the working directory']
+      : code === 'EACCES' || code === 'EPERM'
+        ? ['permission denied', 'make the file readable by the user quote-batch runs as']
+        : code === 'EISDIR' || (error instanceof Error && error.message === 'it is a directory')
+          ? ['it is a directory', 'name the lead file itself, e.g. exports/leads-2024-05-01.csv']
+          : [error instanceof Error ? error.message : String(error), undefined];
+  return new QuoteBatchError('E_INPUT', `cannot ${verb} input file ${path}: ${reason}`, { cause: error, hint });
 }
 
 function noop(): void {}

@@ -65,11 +65,9 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
       record.run(jobId, row, request.to, note, at);
     }
     const after = jobState(ledger, jobId);
-    if (after.unfinished === 0 && after.jobStatus !== 'completed' && everyRowRecorded(ledger, jobId)) {
-      ledger.setJobStatus(jobId, 'completed');
-      after.jobStatus = 'completed';
-    }
-    return { resolved: rows, refused: [], ...after };
+    const status: JobStatus = after.unfinished === 0 && everyRowRecorded(ledger, jobId) ? 'completed' : after.jobStatus === 'completed' ? 'interrupted' : after.jobStatus;
+    if (status !== after.jobStatus) ledger.setJobStatus(jobId, status);
+    return { resolved: rows, refused: [], jobStatus: status, unfinished: after.unfinished };
   });
   return ledger.withJobLock(jobId, () => tx.immediate());
 }
