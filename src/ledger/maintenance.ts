@@ -64,6 +64,10 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
       settle.run(request.to, at, jobId, row);
       record.run(jobId, row, request.to, note, at);
     }
+    // A resumed run starts reading at the job's resume point, which must not lie past a row to send.
+    if (request.to === 'pending' && rows.length > 0) {
+      db.prepare('UPDATE jobs SET resume_row = NULL, resume_offset = NULL, resume_line = NULL WHERE id = ? AND resume_row > ?').run(jobId, rows[0]);
+    }
     const after = jobState(ledger, jobId);
     const status: JobStatus = after.unfinished === 0 && everyRowRecorded(ledger, jobId) ? 'completed' : after.jobStatus === 'completed' ? 'interrupted' : after.jobStatus;
     if (status !== after.jobStatus) ledger.setJobStatus(jobId, status);

@@ -71,6 +71,18 @@ describe('resolve', () => {
     ledger.close();
   });
 
+  it('keeps the resume point unless it lies past a row sent back to pending', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt', 'succeeded']);
+    ledger.setResumePoint(jobId, { rowNumber: 2, offset: 40, line: 3 });
+    resolveInDoubt(ledger, { jobId, rows: [3], to: 'pending', note: null });
+    expect(ledger.getJob(jobId)?.resume_row).toBe(2);
+    ledger.setResumePoint(jobId, { rowNumber: 4, offset: 90, line: 5 }); // past row 2, which is in doubt
+    resolveInDoubt(ledger, { jobId, rows: [2], to: 'pending', note: null });
+    expect(ledger.getJob(jobId)).toMatchObject({ resume_row: null, resume_offset: null, resume_line: null });
+    ledger.close();
+  });
+
   it('does not complete a job whose file was never read to the end', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
