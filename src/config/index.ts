@@ -143,7 +143,7 @@ function keyNodeAt(doc: Document, path: readonly (string | number)[]): { range?:
   if (!isMap(parent)) return undefined;
   const key = String(path[path.length - 1]);
   const pair = parent.items.find((item) => isScalar(item.key) && String(item.key.value) === key);
-  return (pair?.key as { range?: [number, number, number] } | undefined) ?? undefined;
+  return pair?.key as { range?: [number, number, number] } | undefined;
 }
 
 /** The members the config schema allows at `path` (a map). */
