@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createGzip } from 'node:zlib';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
@@ -43,7 +43,24 @@ async function secondsToEnd(done: Promise<CliResult>, signalled: () => void): Pr
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-describe('SIGTERM in commands that read a file of blank lines', () => {
+/** Waits until process `pid` has `path` open: its command is then running (start-up is over). */
+async function waitUntilReading(pid: number, path: string): Promise<void> {
+  await waitFor(() => {
+    try {
+      return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`) === path;
+        } catch {
+          return false;
+        }
+      });
+    } catch {
+      return false;
+    }
+  }, 30_000, 20);
+}
+
+describe.skipIf(!existsSync('/proc/self/fd'))('SIGTERM in commands that read a file of blank lines', () => {
   const tmp = useTempDir('quote-batch-signals-', { per: 'file' });
 
   beforeAll(async () => {
@@ -59,7 +76,8 @@ describe('SIGTERM in commands that read a file of blank lines', () => {
 
   it.each(['blank.ndjson', 'blank.ndjson.gz'])('check %s stops within about a second, with its partial summary (exit 3)', async (file) => {
     const { child, done } = startGroup(['check', tmp.path(file), '--mapping', MAPPING_NDJSON], tmp.dir);
-    await sleep(800);
+    await waitUntilReading(child.pid as number, tmp.path(file));
+    await sleep(300);
     const { result, seconds } = await secondsToEnd(done, () => child.kill('SIGTERM'));
     expect(result.code, result.stderr).toBe(3);
     expect(result.stdout).toMatch(/interrupted: the counts cover the rows read so far/);
@@ -68,7 +86,8 @@ describe('SIGTERM in commands that read a file of blank lines', () => {
 
   it('preview, which has no graceful stop, ends at once on SIGTERM', async () => {
     const { child, done } = startGroup(['preview', tmp.path('blank.ndjson.gz'), '--mapping', MAPPING_NDJSON, '--row', '999999999'], tmp.dir);
-    await sleep(800);
+    await waitUntilReading(child.pid as number, tmp.path('blank.ndjson.gz'));
+    await sleep(300);
     const { result, seconds } = await secondsToEnd(done, () => child.kill('SIGTERM'));
     expect(result.signal ?? result.code, result.stderr).toBe('SIGTERM');
     expect(seconds).toBeLessThan(2.5);
