@@ -145,6 +145,7 @@ export function pruneJobs(ledger: Ledger, options: PruneOptions): PruneResult {
   const dropped: PruneCandidate[] = [];
   const inUse: PruneCandidate[] = [];
   for (const job of candidates) (ledger.tryLockJob(job.id) ? dropped : inUse).push(job);
+  if (dropped.length === 0) return { cutoff, dropped, inUse };
   const ids = JSON.stringify(dropped.map((job) => job.id));
   const inJobs = 'IN (SELECT value FROM json_each(?))';
   const drop = db.transaction(() => {
