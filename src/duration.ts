@@ -16,12 +16,21 @@ export function parseDuration(text: string): number | undefined {
   return Number.isFinite(ms) ? Math.round(ms) : undefined;
 }
 
-/** `45s`, `12m`, `1h30m`, `10h` — for messages about waiting. */
-export function formatDuration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
+/**
+ * A duration as people write it: `0.6s`, `45s`, `1m05s`, `2h03m`, `3d04h` (tenths under 10 s).
+ * Rounded to the unit shown first, so a field never reaches 60 (`59.6s` is `1m00s`, not `1m60s`).
+ * `–` for null or a negative or non-finite value.
+ */
+export function formatDuration(ms: number | null): string {
+  if (ms === null || !Number.isFinite(ms) || ms < 0) return '–';
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  const tenths = Math.round(ms / 100);
+  if (tenths < 100) return `${tenths / 10}s`;
+  const s = Math.round(ms / 1000);
   if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return s % 60 === 0 ? `${m}m` : `${m}m${String(s % 60).padStart(2, '0')}s`;
-  const h = Math.floor(m / 60);
-  return m % 60 === 0 ? `${h}h` : `${h}h${String(m % 60).padStart(2, '0')}m`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
+  const m = Math.round(s / 60);
+  if (m < 1440) return `${Math.floor(m / 60)}h${pad(m % 60)}m`;
+  const h = Math.round(m / 60);
+  return `${Math.floor(h / 24)}d${pad(h % 24)}h`;
 }

@@ -12,9 +12,9 @@ export type ErrorCode =
   | 'E_MAPPING'
   /** The input file cannot be opened or its header cannot be read. */
   | 'E_INPUT'
-  /** The ledger cannot be opened, is from a newer version, or is locked by another process. */
+  /** The ledger cannot be opened, created or written, or is from a newer version. */
   | 'E_LEDGER'
-  /** Another process is running the same job on the same ledger. */
+  /** Another live process holds the job (a run, `resolve` or `prune` of it): exit 4, nothing was done. */
   | 'E_JOB_LOCKED'
   /** The partner answered 403: the API key is wrong for this environment. */
   | 'E_FORBIDDEN'
@@ -23,7 +23,9 @@ export type ErrorCode =
   /** The process environment is unsafe (e.g. TLS verification disabled). */
   | 'E_UNSAFE'
   /** The sandbox could not start. */
-  | 'E_SANDBOX';
+  | 'E_SANDBOX'
+  /** Standard output was closed by its reader (`… | head`): the command ends quietly, exit 0. */
+  | 'E_OUTPUT_CLOSED';
 
 export class QuoteBatchError extends Error {
   readonly code: ErrorCode;
@@ -45,10 +47,20 @@ export const USAGE_ERROR_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'E_MAPPING',
   'E_INPUT',
   'E_LEDGER',
-  'E_JOB_LOCKED',
   'E_UNSAFE',
   'E_SANDBOX',
 ]);
+
+/**
+ * The exit code the CLI gives a command that ended on `code`: 2 usage or configuration (nothing
+ * sent), 4 the job is held by another live process (nothing done), 0 the reader closed standard
+ * output, 3 otherwise (the run halted: run again to resume).
+ */
+export function exitCodeOfError(code: ErrorCode): 0 | 2 | 3 | 4 {
+  if (code === 'E_JOB_LOCKED') return 4;
+  if (code === 'E_OUTPUT_CLOSED') return 0;
+  return USAGE_ERROR_CODES.has(code) ? 2 : 3;
+}
 
 export function isQuoteBatchError(error: unknown): error is QuoteBatchError {
   return error instanceof QuoteBatchError;

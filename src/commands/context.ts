@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { parseDuration } from '../duration.js';
 import type { Io } from '../io.js';
+import type { Logger } from '../log.js';
 
 /**
  * What `cli.ts` hands to each command. A command declares its own flags on `program`
@@ -9,9 +10,19 @@ import type { Io } from '../io.js';
  */
 export interface CommandContext {
   readonly io: Io;
-  /** Aborted on the first Ctrl-C / SIGTERM. */
+  /**
+   * Aborted on the first Ctrl-C / SIGTERM (for the commands cli.ts lists as graceful; the others
+   * end at once), and when the reader closes standard output.
+   */
   readonly stop: AbortSignal;
-  /** Records the command's exit code (0 ok, 1 data to fix, 2 usage, 3 not completed). */
+  /** True when the command line has `--json-log`: every line on standard error must be JSON. */
+  readonly jsonLog: boolean;
+  /**
+   * The command's logger on standard error, in the edge's mode: JSON lines (pino) with
+   * `--json-log`, plain sentences otherwise (`quiet`: no info lines).
+   */
+  createLogger(options?: { quiet?: boolean }): Logger;
+  /** Records the command's exit code (0 ok, 1 data to fix, 2 usage, 3 not completed, 4 job locked). */
   setExitCode(code: number): void;
 }
 

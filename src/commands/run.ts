@@ -3,7 +3,6 @@ import { resolve } from 'node:path';
 import { Option } from 'commander';
 import { loadConfig, OPERATIONS, resolveConnection, STORE_REQUESTS, type StoreRequests } from '../config/index.js';
 import { Ledger } from '../ledger/index.js';
-import { createLogger } from '../log.js';
 import { loadMapping } from '../mapping/index.js';
 import type { Operation } from '../partner/types.js';
 import { createProgressReporter } from '../pipeline/progress.js';
@@ -99,7 +98,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       fresh: flags.fresh ?? false,
       limit: flags.limit,
     };
-    const logger = createLogger(io, { json: flags.jsonLog === true, quiet: flags.quiet === true });
+    const logger = ctx.createLogger({ quiet: flags.quiet === true });
     const inputPath = resolve(io.cwd, input);
     const mapping = await loadMapping(resolve(io.cwd, flags.mapping));
     const ledgerPath = resolve(io.cwd, flags.ledger ?? d.ledger ?? DEFAULT_LEDGER);

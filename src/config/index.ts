@@ -5,7 +5,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseDocument } from 'yaml';
+import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { QuoteBatchError } from '../errors.js';
 import { assertSafeBaseUrl } from '../partner/base-url.js';
@@ -67,7 +67,8 @@ export interface LoadedConfig {
 
 /**
  * Reads `--config <file>` (must exist) or `./quote-batch.config.yaml` (optional).
- * A malformed file is a configuration error naming the file, line and member.
+ * A malformed file is a configuration error naming the file, line, column and member, e.g.
+ * `quote-batch.config.yaml:7:16: defaults.concurrency: too big (expected at most 1024, got 5000)`.
  */
 export function loadConfig(explicitPath: string | undefined, cwd: string): LoadedConfig {
   const path = resolve(cwd, explicitPath ?? CONFIG_FILE_NAME);
@@ -75,24 +76,103 @@ export function loadConfig(explicitPath: string | undefined, cwd: string): Loade
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    if (explicitPath === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { path: null, file: {} };
-    }
-    throw new QuoteBatchError('E_CONFIG', `cannot read config file ${path}: ${(error as Error).message}`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (explicitPath === undefined && code === 'ENOENT') return { path: null, file: {} };
+    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (error as Error).message;
+    throw new QuoteBatchError('E_CONFIG', `cannot read config file ${path}: ${reason}`, {
+      cause: error,
+      hint: `pass --config <file> naming a readable YAML file, or leave --config out to use ./${CONFIG_FILE_NAME} when there is one`,
+    });
   }
-  const doc = parseDocument(text, { prettyErrors: true });
-  if (doc.errors.length > 0) {
-    throw new QuoteBatchError('E_CONFIG', `config file ${path}: ${doc.errors[0]?.message ?? 'invalid YAML'}`);
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
+  const syntax = doc.errors[0];
+  if (syntax !== undefined) {
+    const pos = syntax.linePos?.[0] ?? { line: 1, col: 1 };
+    const message = (syntax.message.split('\n')[0] ?? syntax.message).replace(/ at line \d+, column \d+:?$/, '');
+    throw new QuoteBatchError('E_CONFIG', `${path}:${pos.line}:${pos.col}: YAML: ${message}`, {
+      hint: 'check the indentation and quoting on that line',
+    });
   }
   const result = ConfigFile.safeParse(doc.toJS() ?? {});
   if (!result.success) {
-    const issue = result.error.issues[0];
-    const where = issue === undefined ? '' : issue.path.join('.');
-    throw new QuoteBatchError('E_CONFIG', `config file ${path}: ${where}: ${issue?.message ?? 'invalid'}`, {
-      hint: 'see "Configuration" in README.md for the members a config file may have',
+    const issues = result.error.issues;
+    const first = describeConfigIssue(issues[0] as z.core.$ZodIssue, doc, lineCounter);
+    const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+    throw new QuoteBatchError('E_CONFIG', `${path}:${first.line}:${first.col}: ${first.text}${more}`, {
+      hint: first.hint ?? 'see "Configuration" in README.md for the members a config file may have',
     });
   }
   return { path, file: result.data };
+}
+
+/** One zod issue as `path: what (expected …, got …)`, at its line and column in the file. */
+function describeConfigIssue(issue: z.core.$ZodIssue, doc: Document, lineCounter: LineCounter): { text: string; line: number; col: number; hint?: string } {
+  const path = issue.path.filter((key): key is string | number => typeof key !== 'symbol');
+  const got = valueAt(doc, path);
+  const at = (keyPath: readonly (string | number)[], atKey: boolean): { line: number; col: number } => {
+    const node = atKey ? keyNodeAt(doc, keyPath) : (doc.getIn(keyPath, true) as { range?: [number, number, number] } | undefined);
+    return node?.range === undefined ? { line: 1, col: 1 } : lineCounter.linePos(node.range[0]);
+  };
+  const name = path.join('.') || '(top level)';
+  switch (issue.code) {
+    case 'unrecognized_keys': {
+      const key = issue.keys[0] ?? '';
+      const allowed = allowedKeysAt(path);
+      return {
+        text: `${[...path, key].join('.')}: unknown key (expected one of ${allowed.join(', ')}, got "${key}")`,
+        ...at([...path, key], true),
+        hint: 'see "Configuration" in README.md; flag names are written as on the command line, e.g. max-attempts',
+      };
+    }
+    case 'invalid_type':
+      return { text: `${name}: wrong type (expected ${describeExpected(issue.expected)}, got ${describeValue(got)})`, ...at(path, false) };
+    case 'invalid_value':
+      return { text: `${name}: not allowed (expected one of ${issue.values.map(String).join(', ')}, got ${describeValue(got)})`, ...at(path, false) };
+    case 'too_big':
+      return { text: `${name}: too big (expected ${issue.inclusive === false ? 'less than' : 'at most'} ${String(issue.maximum)}, got ${describeValue(got)})`, ...at(path, false) };
+    case 'too_small':
+      return { text: `${name}: too small (expected ${issue.inclusive === false ? 'more than' : 'at least'} ${String(issue.minimum)}, got ${describeValue(got)})`, ...at(path, false) };
+    default:
+      return { text: `${name}: ${issue.message} (got ${describeValue(got)})`, ...at(path, false) };
+  }
+}
+
+function valueAt(doc: Document, path: readonly (string | number)[]): unknown {
+  const node = doc.getIn(path, true);
+  return isScalar(node) ? node.value : (node as { toJSON?: () => unknown } | undefined)?.toJSON?.();
+}
+
+function keyNodeAt(doc: Document, path: readonly (string | number)[]): { range?: [number, number, number] } | undefined {
+  const parent = path.length === 1 ? doc.contents : doc.getIn(path.slice(0, -1), true);
+  if (!isMap(parent)) return undefined;
+  const key = String(path[path.length - 1]);
+  const pair = parent.items.find((item) => isScalar(item.key) && String(item.key.value) === key);
+  return pair?.key as { range?: [number, number, number] } | undefined;
+}
+
+/** The members the config schema allows at `path` (a map). */
+function allowedKeysAt(path: readonly (string | number)[]): string[] {
+  let schema: z.ZodType = ConfigFile;
+  for (const key of path) {
+    while (schema instanceof z.ZodOptional) schema = schema.unwrap() as z.ZodType;
+    if (!(schema instanceof z.ZodObject)) return [];
+    schema = (schema.shape as Record<string, z.ZodType>)[String(key)] ?? z.never();
+  }
+  while (schema instanceof z.ZodOptional) schema = schema.unwrap() as z.ZodType;
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+}
+
+function describeExpected(expected: string): string {
+  return expected === 'int' ? 'an integer' : expected === 'object' ? 'a map' : expected === 'array' ? 'a list' : `a ${expected}`;
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a map';
+  return JSON.stringify(value);
 }
 
 /** Flags shared by every command that talks to the partner. */
@@ -174,17 +254,22 @@ export function resolveConnection(
 }
 
 function readKeyFile(path: string): string {
+  const fail = (reason: string, hint: string, cause?: unknown): QuoteBatchError =>
+    new QuoteBatchError('E_CONFIG', `API key file ${path} ${reason}`, { cause, hint });
   let text: string;
   try {
-    if (!statSync(path).isFile()) throw new Error('not a regular file');
+    if (!statSync(path).isFile()) throw fail('is not a regular file', 'pass --api-key-file <file> naming the file that holds the key');
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new QuoteBatchError('E_CONFIG', `cannot read API key file ${path}: ${(error as Error).message}`);
+    if (error instanceof QuoteBatchError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw fail('does not exist', 'pass --api-key-file <file> naming the file that holds the key, or set QUOTE_BATCH_API_KEY', error);
+    if (code === 'EACCES' || code === 'EPERM') throw fail('cannot be read: permission denied', 'make it readable by the user quote-batch runs as (and by nobody else: chmod 600)', error);
+    throw fail(`cannot be read: ${(error as Error).message}`, 'pass --api-key-file <file> naming a readable file', error);
   }
   const key = text.trim();
-  if (key === '' || /\s/.test(key)) {
-    throw new QuoteBatchError('E_CONFIG', `API key file ${path} must hold the key alone on one line`);
-  }
+  if (key === '') throw fail('is empty', 'write the key alone on the first line of the file');
+  if (/\s/.test(key)) throw fail('must hold the key alone on one line', 'remove everything but the key (no name, no quotes, no second line)');
   return key;
 }
 

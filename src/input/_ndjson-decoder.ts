@@ -1,26 +1,36 @@
 import { isUtf8 } from 'node:buffer';
 import type { Decoder } from './_decoder.js';
-import type { InputItem, InputStart } from './types.js';
+import { DEFAULT_MAX_DEPTH, type InputItem, type InputStart } from './types.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+
 /** Options of {@link NdjsonDecoder}. */
 export interface NdjsonDecoderOptions {
   maxRecordBytes: number;
+  /** Deepest nesting of objects and arrays accepted (default DEFAULT_MAX_DEPTH). */
+  maxDepth?: number;
   /** Fed the file from this line on (an item of an earlier read), not from its first byte. */
   start?: InputStart;
 }
 
 /**
  * Reads NDJSON / JSON Lines: one JSON object per line (LF or CRLF). Blank lines are skipped and
- * not numbered. A line that is not valid UTF-8, not valid JSON, not an object, or longer than
- * `maxRecordBytes` is an error item; an over-long line is dropped as soon as it passes the limit
+ * not numbered. A line that is not valid UTF-8, not valid JSON, not an object, nested deeper than
+ * `maxDepth` or longer than `maxRecordBytes` is an error item; an over-long line is dropped as soon as it passes the limit
  * and reading resumes after its line break, so it is never held whole.
  */
 export class NdjsonDecoder implements Decoder {
   readonly columns = null;
   readonly #max: number;
+  readonly #maxDepth: number;
   /** Pieces of the line that started in an earlier chunk. */
   #parts: Buffer[] = [];
   #partsLength = 0;
@@ -34,6 +44,7 @@ export class NdjsonDecoder implements Decoder {
 
   constructor(options: NdjsonDecoderOptions) {
     this.#max = options.maxRecordBytes;
+    this.#maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
     const start = options.start;
     if (start !== undefined) {
       this.#line = start.line;
@@ -110,6 +121,10 @@ export class NdjsonDecoder implements Decoder {
       this.#pushError(out, line, 'invalid UTF-8');
       return;
     }
+    if (nestsDeeperThan(slice, this.#maxDepth)) {
+      this.#pushError(out, line, `nested deeper than ${this.#maxDepth} levels`);
+      return;
+    }
     let value: unknown;
     try {
       value = JSON.parse(slice.toString('utf8'));
@@ -129,6 +144,32 @@ export class NdjsonDecoder implements Decoder {
     const offset = this.#lineStart;
     out.push({ kind: 'error', rowNumber: ++this.#rowNumber, line, offset, message: `line ${line}: ${reason}` });
   }
+}
+
+/** True when JSON text nests objects and arrays deeper than `max` (brackets in strings do not count). */
+export function nestsDeeperThan(bytes: Buffer, max: number): boolean {
+  // Fast path for the usual record: it cannot nest deeper than it has opening brackets.
+  let opens = 0;
+  for (let at = bytes.indexOf(OPEN_BRACE); at !== -1 && opens <= max; at = bytes.indexOf(OPEN_BRACE, at + 1)) opens += 1;
+  for (let at = bytes.indexOf(OPEN_BRACKET); at !== -1 && opens <= max; at = bytes.indexOf(OPEN_BRACKET, at + 1)) opens += 1;
+  if (opens <= max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i += 1) {
+    const byte = bytes[i];
+    if (inString) {
+      if (byte === BACKSLASH) i += 1;
+      else if (byte === QUOTE) inString = false;
+    } else if (byte === QUOTE) {
+      inString = true;
+    } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+      depth += 1;
+      if (depth > max) return true;
+    } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
+      depth -= 1;
+    }
+  }
+  return false;
 }
 
 function isBlank(bytes: Buffer, start: number, end: number): boolean {

@@ -8,7 +8,7 @@ import { CsvDecoder } from './_csv-decoder.js';
 import type { Decoder } from './_decoder.js';
 import { NdjsonDecoder } from './_ndjson-decoder.js';
 import { detectInput } from './detect.js';
-import { DEFAULT_MAX_RECORD_BYTES } from './types.js';
+import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_RECORD_BYTES } from './types.js';
 import type { InputFormat, InputItem, InputOptions, InputReader, InputStart } from './types.js';
 
 /** Bytes read from the file at a time. */
@@ -31,7 +31,9 @@ const CR = 0x0d;
  */
 export async function openInput(path: string, options: InputOptions = {}): Promise<InputReader> {
   const { format, gzip } = detectInput(path, options.format);
-  const maxRecordBytes = readMaxRecordBytes(options.maxRecordBytes);
+  const maxRecordBytes = readPositive('maxRecordBytes', options.maxRecordBytes, DEFAULT_MAX_RECORD_BYTES);
+  const ndjson = { maxRecordBytes, maxDepth: readPositive('maxDepth', options.maxDepth, DEFAULT_MAX_DEPTH) };
+  const { signal } = options;
   const csv =
     format === 'ndjson'
       ? undefined
@@ -41,13 +43,13 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
   if (start !== undefined && csv === undefined && start.offset === 0 && start.rowNumber === 1 && start.line === 1) {
     start = undefined;
   }
-  const decoder: Decoder = csv ?? new NdjsonDecoder({ maxRecordBytes });
+  const decoder: Decoder = csv ?? new NdjsonDecoder(ndjson);
 
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
   } catch (error) {
-    throw new QuoteBatchError('E_INPUT', `cannot open input file ${path}: ${describeFsError(error)}`, { cause: error });
+    throw fsError('open', path, error);
   }
   let totalBytes: number;
   try {
@@ -56,15 +58,15 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
     totalBytes = stats.size;
   } catch (error) {
     await handle.close();
-    throw new QuoteBatchError('E_INPUT', `cannot open input file ${path}: ${describeFsError(error)}`, { cause: error });
+    throw fsError('open', path, error);
   }
 
   if (start !== undefined) {
-    return openInputAt({ path, format, gzip, handle, totalBytes, start, csv, maxRecordBytes });
+    return openInputAt({ path, format, gzip, handle, totalBytes, start, csv, ndjson, signal });
   }
   const file = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
   const source: Readable = gzip ? pipeline(file, createGunzip(), noop) : file;
-  const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0 });
+  const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0, signal });
   if (format !== 'ndjson') {
     try {
       await reader.readHeader();
@@ -85,12 +87,13 @@ interface ResumeParts {
   start: InputStart;
   /** The CSV decoder that reads the header; undefined for NDJSON. */
   csv: CsvDecoder | undefined;
-  maxRecordBytes: number;
+  ndjson: { maxRecordBytes: number; maxDepth: number };
+  signal: AbortSignal | undefined;
 }
 
 /** The resumed read of {@link openInput}: finds `start`, checks a record can begin there, reads on. */
 async function openInputAt(parts: ResumeParts): Promise<InputReader> {
-  const { path, format, gzip, handle, totalBytes, start, csv, maxRecordBytes } = parts;
+  const { path, format, gzip, handle, totalBytes, start, csv, ndjson, signal } = parts;
   const refuse = (reason: string): QuoteBatchError =>
     new QuoteBatchError(
       'E_INPUT',
@@ -124,11 +127,12 @@ async function openInputAt(parts: ResumeParts): Promise<InputReader> {
     path,
     format,
     gzip,
-    decoder: csv ?? new NdjsonDecoder({ maxRecordBytes }),
+    decoder: csv ?? new NdjsonDecoder(ndjson),
     file,
     source,
     totalBytes,
     bytesBefore: streamStart,
+    signal,
   });
   try {
     const { before, at, skipped } = await reader.skipPrefix(skip, csv);
@@ -147,7 +151,7 @@ async function openInputAt(parts: ResumeParts): Promise<InputReader> {
     if (before !== LF && (before !== CR || csv === undefined)) {
       throw refuse(`byte ${start.offset - 1} before it does not end a line, so no record starts there`);
     }
-    reader.decodeWith(csv === undefined ? new NdjsonDecoder({ maxRecordBytes, start }) : csv.continueAt(start));
+    reader.decodeWith(csv === undefined ? new NdjsonDecoder({ ...ndjson, start }) : csv.continueAt(start));
   } catch (error) {
     await reader.close();
     throw error;
@@ -169,7 +173,7 @@ async function readHeaderAt(handle: FileHandle, decoder: CsvDecoder, path: strin
     try {
       ({ bytesRead } = await handle.read(buffer, 0, READ_CHUNK_BYTES, position));
     } catch (error) {
-      throw new QuoteBatchError('E_INPUT', `cannot read input file ${path}: ${describeFsError(error)}`, { cause: error });
+      throw fsError('read', path, error);
     }
     if (bytesRead === 0) {
       decoder.end(dropped);
@@ -193,6 +197,8 @@ interface ReaderParts {
   totalBytes: number;
   /** Where the file stream starts (a resumed read of a plain file): counted as read. */
   bytesBefore: number;
+  /** Ends the iteration early when aborted (see InputOptions.signal). */
+  signal: AbortSignal | undefined;
 }
 
 /**
@@ -280,8 +286,9 @@ class StreamingInputReader implements InputReader {
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<InputItem, void, undefined> {
+    const { signal } = this.#parts;
     try {
-      while (!this.#closed) {
+      while (!this.#closed && signal?.aborted !== true) {
         if (this.#head < this.#items.length) {
           const item = this.#items[this.#head] as InputItem;
           this.#items[this.#head] = undefined;
@@ -347,10 +354,10 @@ class StreamingInputReader implements InputReader {
   }
 }
 
-function readMaxRecordBytes(value: number | undefined): number {
-  if (value === undefined) return DEFAULT_MAX_RECORD_BYTES;
+function readPositive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < 1) {
-    throw new QuoteBatchError('E_USAGE', `maxRecordBytes must be a positive integer, got ${String(value)}`);
+    throw new QuoteBatchError('E_USAGE', `${name} must be a positive integer, got ${String(value)}`);
   }
   return value;
 }
@@ -379,19 +386,18 @@ function readDelimiter(value: string | undefined, format: InputFormat): string {
   return value;
 }
 
-function describeFsError(error: unknown): string {
+/** An E_INPUT error naming the file, the reason in a few words, and what to do. */
+function fsError(verb: 'open' | 'read', path: string, error: unknown): QuoteBatchError {
   const code = (error as { code?: unknown } | undefined)?.code;
-  switch (code) {
-    case 'ENOENT':
-      return 'no such file';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'it is a directory';
-    default:
-      return error instanceof Error ? error.message : String(error);
-  }
+  const [reason, hint] =
+    code === 'ENOENT'
+      ? ['no such file', 'check the path; a relative path is read from the working directory']
+      : code === 'EACCES' || code === 'EPERM'
+        ? ['permission denied', 'make the file readable by the user quote-batch runs as']
+        : code === 'EISDIR' || (error instanceof Error && error.message === 'it is a directory')
+          ? ['it is a directory', 'name the lead file itself, e.g. exports/leads-2024-05-01.csv']
+          : [error instanceof Error ? error.message : String(error), undefined];
+  return new QuoteBatchError('E_INPUT', `cannot ${verb} input file ${path}: ${reason}`, { cause: error, hint });
 }
 
 function noop(): void {}

@@ -10,6 +10,18 @@ export interface InputOptions {
   /** Longest record accepted, in bytes; longer ones become row errors. Default 16 MiB. */
   maxRecordBytes?: number;
   /**
+   * NDJSON: deepest nesting of objects and arrays accepted; a deeper record becomes a row error
+   * (a record nested thousands of levels deep would crash any recursive code that touches it).
+   * Default 64.
+   */
+  maxDepth?: number;
+  /**
+   * Stops reading when aborted: iteration then ends early, as at the end of the input, even in
+   * a long stretch of blank lines that yields no item. Check `signal.aborted` after the loop to
+   * tell an early end from the real one.
+   */
+  signal?: AbortSignal;
+  /**
    * Begin reading at this record instead of the first: the `offset`, `rowNumber` and `line` of an
    * item an earlier read of the same file produced. The CSV header is still read from the start;
    * the bytes before `offset` are not parsed. Items then come out exactly as a full read would give
@@ -74,3 +86,6 @@ export interface InputReader extends AsyncIterable<InputItem> {
 
 /** Default of {@link InputOptions.maxRecordBytes}: 16 MiB. */
 export const DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024;
+
+/** Default of {@link InputOptions.maxDepth}. */
+export const DEFAULT_MAX_DEPTH = 64;

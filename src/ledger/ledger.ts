@@ -1,144 +1,67 @@
 /**
  * The SQLite ledger: one file, WAL mode, created 0600. better-sqlite3 is synchronous, so the
  * pipeline awaits the network first and then records synchronously (never `await` inside a
- * transaction). Statements are prepared once.
+ * transaction). Statements are prepared once. A process working on a job holds the job's lock
+ * (`_job-lock.ts`); every free text stored is bounded (`limits.ts`).
  */
-import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, realpathSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Statement } from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
-import type { AttemptRecord, Environment, Operation } from '../partner/types.js';
+import type { AttemptRecord } from '../partner/types.js';
+import { jobLockPath, tryAcquireJobLock, type JobLock } from './_job-lock.js';
+import { prepareStatements, type LedgerStatements } from './_statements.js';
+import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
 import { MIGRATIONS, ROW_STATES, SCHEMA_VERSION, type JobStatus, type RowState, type RunStatus } from './schema.js';
-
-export interface JobIdentity {
-  inputSha256: string;
-  mappingSha256: string;
-  environment: Environment;
-  operation: Operation;
-}
-
-export interface JobRecord {
-  id: number;
-  input_path: string;
-  input_sha256: string;
-  input_format: string;
-  mapping_path: string;
-  mapping_sha256: string;
-  environment: Environment;
-  operation: Operation;
-  base_url: string | null;
-  status: JobStatus;
-  total_rows: number | null;
-  created_at: string;
-  finished_at: string | null;
-  resume_row: number | null;
-  resume_offset: number | null;
-  resume_line: number | null;
-}
-
-/** Where a resumed run may start reading (see migration 2). */
-export interface ResumePoint {
-  rowNumber: number;
-  offset: number;
-  line: number;
-}
-
-export interface RunRecord {
-  id: number;
-  job_id: number;
-  started_at: string;
-  finished_at: string | null;
-  status: RunStatus;
-  options_json: string;
-  tool_version: string;
-  pid: number | null;
-  hostname: string | null;
-  heartbeat_at: string | null;
-}
-
-export interface NewRow {
-  rowNumber: number;
-  rowKey: string | null;
-  agentEmail: string | null;
-  state: RowState;
-  errorCode?: string | null;
-  errorMessage?: string | null;
-  inputIssuesJson?: string | null;
-  /** Where the row's record starts in the (decoded) input: byte offset and line. */
-  sourceOffset?: number | null;
-  sourceLine?: number | null;
-}
-
-/** One second of a run, for `run_samples` (see migration 3). */
-export interface RunSample {
-  elapsedMs: number;
-  concurrencyLimit: number | null;
-  inFlight: number;
-  attempts: number;
-  throttled: number;
-  errors: number;
-  rowsDone: number;
-  latencyP50Ms: number | null;
-}
-
-export interface RowOutcome {
-  state: RowState;
-  agentId?: string | null;
-  httpStatus?: number | null;
-  errorCode?: string | null;
-  errorMessage?: string | null;
-  transactionId?: string | null;
-  quoteNumber?: string | null;
-  totalPremium?: number | null;
-  inputIssuesJson?: string | null;
-  requestJson?: string | null;
-  responseJson?: string | null;
-  /** Attempts made by this call; added to the row's running total. */
-  attempts: number;
-}
-
-export interface AgentRecord {
-  environment: string;
-  email: string;
-  is_valid: number;
-  agent_id: string | null;
-  message: string | null;
-  checked_at: string;
-  job_id: number | null;
-}
-
-/** A run whose heartbeat is older than this is presumed dead even on another host. */
-const STALE_HEARTBEAT_MS = 5 * 60_000;
+import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RowOutcome, RunRecord, RunSample } from './types.js';
 
 export const now = (): string => new Date().toISOString();
+
+/** The time stamps compared come from two clocks (file system, process): allow this much. */
+const CLOCK_SLACK_MS = 1000;
+/** A run that wrote no heartbeat for this long (the pipeline writes one every 10 s) is dead. */
+const STALE_HEARTBEAT_MS = 60_000;
 
 export class Ledger {
   readonly path: string;
   readonly db: Database.Database;
-  private readonly stmts: ReturnType<typeof prepareStatements>;
+  private readonly stmts: LedgerStatements;
+  /** The ledger's real path: lock files sit beside the file itself, whatever link named it. */
+  readonly #realPath: string;
+  /** Job locks this connection holds (see `_job-lock.ts`). */
+  readonly #locks = new Map<number, JobLock>();
+  /** Runs this connection started, by id, with their job: finishing one releases the job. */
+  readonly #runJobs = new Map<number, number>();
 
   private constructor(path: string, db: Database.Database) {
     this.path = path;
     this.db = db;
     this.stmts = prepareStatements(db);
+    this.#realPath = realpathSync(path);
   }
 
   /**
    * Opens (creating with mode 0600 when absent) and migrates the ledger at `path`.
-   * `readonly` opens an existing ledger for reports without migrating it.
+   * `readonly` opens an existing ledger for reports without migrating it; `mustExist` refuses to
+   * create one (for commands that change an existing ledger: `resolve`, `prune`).
    */
-  static open(path: string, options: { readonly?: boolean } = {}): Ledger {
+  static open(path: string, options: { readonly?: boolean; mustExist?: boolean } = {}): Ledger {
     const readonly = options.readonly === true;
-    if (readonly && !existsSync(path)) {
+    if ((readonly || options.mustExist === true) && !existsSync(path)) {
       throw new QuoteBatchError('E_LEDGER', `ledger ${path} does not exist`, {
         hint: 'run `quote-batch run …` first, or pass --ledger <file>',
+      });
+    }
+    if (isDirectory(path)) {
+      throw new QuoteBatchError('E_LEDGER', `the ledger path ${path} is a directory`, {
+        hint: 'pass --ledger <file> naming a file, e.g. --ledger /var/lib/quote-batch/leads.db',
       });
     }
     if (!readonly) createPrivateFile(path);
     let db: Database.Database;
     try {
-      db = new Database(path, { readonly, fileMustExist: readonly });
+      db = new Database(path, { readonly, fileMustExist: true });
       db.pragma('busy_timeout = 5000');
       if (!readonly) {
         db.pragma('journal_mode = WAL');
@@ -149,7 +72,10 @@ export class Ledger {
         db.pragma('foreign_keys = ON');
       }
     } catch (error) {
-      throw new QuoteBatchError('E_LEDGER', `cannot open ledger ${path}: ${(error as Error).message}`, { cause: error });
+      throw new QuoteBatchError('E_LEDGER', `cannot open ledger ${path}: ${(error as Error).message}`, {
+        cause: error,
+        hint: 'quote-batch needs to read and write the ledger file and create files beside it (-wal, -shm, job locks)',
+      });
     }
     try {
       migrate(db, path, readonly);
@@ -170,8 +96,87 @@ export class Ledger {
     return new Ledger(path, db);
   }
 
+  /** Releases every job lock this connection holds, then closes it. */
   close(): void {
+    for (const lock of this.#locks.values()) lock.release();
+    this.#locks.clear();
     if (this.db.open) this.db.close();
+  }
+
+  // --- job locks --------------------------------------------------------------------------
+
+  /**
+   * Takes the lock of `jobId` for this connection (a no-op when it holds it already). Throws
+   * `QuoteBatchError('E_JOB_LOCKED')` when another live process holds it. The lock is released by
+   * {@link unlockJob}, {@link finishRun} of a run this connection started, {@link close}, or the
+   * death of the process.
+   */
+  lockJob(jobId: number, what = `job ${jobId}`): void {
+    if (!this.tryLockJob(jobId)) throw this.lockedError(jobId, what);
+  }
+
+  /** Like {@link lockJob}, but returns false instead of throwing when another process holds it. */
+  tryLockJob(jobId: number): boolean {
+    if (this.#locks.has(jobId)) return true;
+    const lock = tryAcquireJobLock(this.#realPath, jobId);
+    if (lock === undefined) return false;
+    if (this.mayHoldDeletedLock(jobId, lock.fileCreatedMs)) {
+      lock.release();
+      return false;
+    }
+    this.#locks.set(jobId, lock);
+    return true;
+  }
+
+  /**
+   * A lock file made after the start of the job's last run still marked `running` means that its
+   * run's lock file was deleted (by hand: quote-batch never deletes the lock of a live job), so
+   * that run may still hold the deleted one. Then only its own signs of life can tell: its pid on
+   * this host, or a recent heartbeat from another host.
+   */
+  private mayHoldDeletedLock(jobId: number, fileCreatedMs: number): boolean {
+    const run = this.stmts.lastRunningRun.get(jobId) as RunRecord | undefined;
+    if (run === undefined || fileCreatedMs <= Date.parse(run.started_at) + CLOCK_SLACK_MS) return false;
+    if (run.hostname === hostname() && run.pid !== null) {
+      try {
+        process.kill(run.pid, 0);
+        return true;
+      } catch (error) {
+        return (error as NodeJS.ErrnoException).code === 'EPERM';
+      }
+    }
+    return run.heartbeat_at !== null && Date.now() - Date.parse(run.heartbeat_at) < STALE_HEARTBEAT_MS;
+  }
+
+  unlockJob(jobId: number): void {
+    this.#locks.get(jobId)?.release();
+    this.#locks.delete(jobId);
+  }
+
+  /** Deletes the lock file of a job this connection holds and no longer keeps, then releases it. */
+  removeJobLock(jobId: number): void {
+    this.#locks.get(jobId)?.remove();
+    this.#locks.delete(jobId);
+  }
+
+  /** Runs `fn` holding the lock of `jobId` (taken here unless held already, and then released). */
+  withJobLock<T>(jobId: number, fn: () => T): T {
+    const held = this.#locks.has(jobId);
+    this.lockJob(jobId);
+    try {
+      return fn();
+    } finally {
+      if (!held) this.unlockJob(jobId);
+    }
+  }
+
+  private lockedError(jobId: number, what: string): QuoteBatchError {
+    const run = this.stmts.lastRunningRun.get(jobId) as RunRecord | undefined;
+    // The run row is only a clue (the holder may be a resolve or a prune): the lock is the fact.
+    const clue = run === undefined ? '' : ` (its run ${run.id} was started by pid ${run.pid ?? '?'} on ${run.hostname ?? '?'} at ${run.started_at})`;
+    return new QuoteBatchError('E_JOB_LOCKED', `${what} is in use by another live quote-batch process${clue}; nothing was done`, {
+      hint: `wait for that run, resolve or prune to end (or stop it with SIGTERM), then try again; the lock is ${jobLockPath(this.#realPath, jobId)}`,
+    });
   }
 
   // --- jobs -------------------------------------------------------------------------------
@@ -191,11 +196,27 @@ export class Ledger {
     return this.stmts.latestJob.get() as JobRecord | undefined;
   }
 
+  /**
+   * Creates a job and takes its lock (see {@link lockJob}). Refuses with `E_JOB_LOCKED` while
+   * another process holds an unfinished job of the same identity: two processes that both found
+   * no job to resume must not both start sending the same file.
+   */
   createJob(
     job: Omit<JobRecord, 'id' | 'status' | 'total_rows' | 'created_at' | 'finished_at' | 'resume_row' | 'resume_offset' | 'resume_line'>,
   ): JobRecord {
-    const info = this.stmts.insertJob.run({ ...job, created_at: now() });
-    return this.getJob(Number(info.lastInsertRowid)) as JobRecord;
+    const create = this.db.transaction(() => {
+      const others = this.stmts.unfinishedJobsOf.all(job.input_sha256, job.mapping_sha256, job.environment, job.operation) as { id: number }[];
+      for (const { id } of others) {
+        if (this.#locks.has(id)) continue;
+        const probe = tryAcquireJobLock(this.#realPath, id);
+        if (probe === undefined) throw this.lockedError(id, `job ${id}, with the same input, mapping, environment and operation,`);
+        probe.release();
+      }
+      const id = Number(this.stmts.insertJob.run({ ...job, created_at: now() }).lastInsertRowid);
+      this.lockJob(id);
+      return id;
+    });
+    return this.getJob(create.immediate()) as JobRecord;
   }
 
   setJobStatus(jobId: number, status: JobStatus): void {
@@ -219,40 +240,44 @@ export class Ledger {
   // --- runs -------------------------------------------------------------------------------
 
   /**
-   * Starts a run of `jobId` after settling earlier runs: a run still marked `running` whose
-   * process is gone is marked `crashed` and its `in_flight` rows become `in_doubt`. A run whose
-   * process is alive makes this call refuse (two processes must not drive one job).
-   * Done in one IMMEDIATE transaction so two starting processes cannot both win.
+   * Starts a run of `jobId`: takes the job's lock (`E_JOB_LOCKED` when another live process
+   * holds it), then settles earlier runs. Holding the lock proves that a run still marked
+   * `running` belongs to a dead process: it is marked `crashed` and its `in_flight` rows become
+   * `in_doubt`. The lock is held until {@link finishRun}, {@link close} or the process's death.
    */
   startRun(jobId: number, optionsJson: string, toolVersion: string): { run: RunRecord; crashedRuns: number; newlyInDoubt: number } {
+    const held = this.#locks.has(jobId);
+    this.lockJob(jobId);
     const start = this.db.transaction(() => {
-      let crashedRuns = 0;
-      for (const run of this.stmts.runningRuns.all(jobId) as RunRecord[]) {
-        if (isRunAlive(run)) {
-          throw new QuoteBatchError(
-            'E_JOB_LOCKED',
-            `job ${jobId} is being run by another process (pid ${run.pid ?? '?'} on ${run.hostname ?? '?'}, run ${run.id})`,
-            { hint: 'wait for it to finish, or stop it; a second process on the same job would send rows twice' },
-          );
-        }
-        this.stmts.finishRun.run('crashed', now(), run.id);
-        crashedRuns += 1;
-      }
-      const newlyInDoubt = this.stmts.inFlightToInDoubt.run(now(), jobId).changes;
-      const info = this.stmts.insertRun.run(jobId, now(), optionsJson, toolVersion, process.pid, hostname(), now());
+      const at = now();
+      const crashedRuns = this.stmts.crashRunningRuns.run(at, jobId).changes;
+      const newlyInDoubt = this.stmts.inFlightToInDoubt.run(at, jobId).changes;
+      const info = this.stmts.insertRun.run(jobId, at, optionsJson, toolVersion, process.pid, hostname(), at);
       this.setJobStatus(jobId, 'running');
       const run = this.stmts.getRun.get(Number(info.lastInsertRowid)) as RunRecord;
       return { run, crashedRuns, newlyInDoubt };
     });
-    return start.immediate();
+    try {
+      const result = start.immediate();
+      this.#runJobs.set(result.run.id, jobId);
+      return result;
+    } catch (error) {
+      if (!held) this.unlockJob(jobId);
+      throw error;
+    }
   }
 
   heartbeat(runId: number): void {
     this.stmts.heartbeat.run(now(), runId);
   }
 
+  /** Records how a run ended and, for a run this connection started, releases its job's lock. */
   finishRun(runId: number, status: RunStatus): void {
     this.stmts.finishRun.run(status, now(), runId);
+    const jobId = this.#runJobs.get(runId);
+    if (jobId === undefined) return;
+    this.#runJobs.delete(runId);
+    this.unlockJob(jobId);
   }
 
   runsOf(jobId: number): RunRecord[] {
@@ -278,7 +303,7 @@ export class Ledger {
 
   /** True when an earlier row of the job (any state but `duplicate`/`invalid`) has this key. */
   hasRowKey(jobId: number, rowKey: string): boolean {
-    return this.stmts.hasRowKey.get(jobId, rowKey) !== undefined;
+    return this.stmts.hasRowKey.get(jobId, boundKey(rowKey)) !== undefined;
   }
 
   insertRows(jobId: number, rows: readonly NewRow[]): void {
@@ -292,12 +317,12 @@ export class Ledger {
         this.stmts.insertRow.run({
           job_id: jobId,
           row_number: row.rowNumber,
-          row_key: row.rowKey,
-          agent_email: row.agentEmail,
+          row_key: boundKey(row.rowKey),
+          agent_email: boundKey(row.agentEmail),
           state: row.state,
-          error_code: row.errorCode ?? null,
-          error_message: row.errorMessage ?? null,
-          input_issues_json: row.inputIssuesJson ?? null,
+          error_code: boundText(row.errorCode ?? null, MAX_STORED_ID_CHARS),
+          error_message: boundText(row.errorMessage ?? null),
+          input_issues_json: boundJson(row.inputIssuesJson ?? null),
           source_offset: row.sourceOffset ?? null,
           source_line: row.sourceLine ?? null,
           updated_at: at,
@@ -308,7 +333,7 @@ export class Ledger {
 
   /** Durably marks a row `in_flight` (one autocommit statement) right before its request leaves. */
   markInFlight(jobId: number, rowNumber: number, agentId: string | null, requestJson: string | null): void {
-    this.stmts.markInFlight.run(agentId, requestJson, now(), jobId, rowNumber);
+    this.stmts.markInFlight.run(boundText(agentId, MAX_STORED_ID_CHARS), boundJson(requestJson), now(), jobId, rowNumber);
   }
 
   /** Records a row's outcome and its attempts together, in one transaction. */
@@ -328,17 +353,17 @@ export class Ledger {
         job_id: jobId,
         row_number: rowNumber,
         state: outcome.state,
-        agent_id: outcome.agentId ?? null,
+        agent_id: boundText(outcome.agentId ?? null, MAX_STORED_ID_CHARS),
         attempts: outcome.attempts,
         http_status: outcome.httpStatus ?? null,
-        error_code: outcome.errorCode ?? null,
-        error_message: outcome.errorMessage ?? null,
-        transaction_id: outcome.transactionId ?? null,
-        quote_number: outcome.quoteNumber ?? null,
+        error_code: boundText(outcome.errorCode ?? null, MAX_STORED_ID_CHARS),
+        error_message: boundText(outcome.errorMessage ?? null),
+        transaction_id: boundText(outcome.transactionId ?? null, MAX_STORED_ID_CHARS),
+        quote_number: boundText(outcome.quoteNumber ?? null, MAX_STORED_ID_CHARS),
         total_premium: outcome.totalPremium ?? null,
-        input_issues_json: outcome.inputIssuesJson ?? null,
-        request_json: outcome.requestJson ?? null,
-        response_json: outcome.responseJson ?? null,
+        input_issues_json: boundJson(outcome.inputIssuesJson ?? null),
+        request_json: boundJson(outcome.requestJson ?? null),
+        response_json: boundJson(outcome.responseJson ?? null),
         updated_at: now(),
       });
       for (const attempt of attempts) this.insertAttemptRow(jobId, runId, rowNumber, attempt, null);
@@ -352,7 +377,10 @@ export class Ledger {
   }
 
   private insertAttemptRow(jobId: number, runId: number, rowNumber: number | null, a: AttemptRecord, agentEmail: string | null): void {
-    this.stmts.insertAttempt.run(jobId, rowNumber, runId, a.kind, a.startedAt, a.durationMs, a.httpStatus, a.errorCode, a.outcome, agentEmail);
+    this.stmts.insertAttempt.run(
+      jobId, rowNumber, runId, a.kind, a.startedAt, a.durationMs, a.httpStatus, boundText(a.errorCode, MAX_STORED_ID_CHARS), a.outcome,
+      boundKey(agentEmail),
+    );
   }
 
   /** Records one second of a run (`run_samples`). */
@@ -389,11 +417,16 @@ export class Ledger {
   // --- agents -----------------------------------------------------------------------------
 
   getAgent(environment: string, email: string): AgentRecord | undefined {
-    return this.stmts.getAgent.get(environment, email) as AgentRecord | undefined;
+    return this.stmts.getAgent.get(environment, boundKey(email)) as AgentRecord | undefined;
   }
 
   upsertAgent(agent: AgentRecord): void {
-    this.stmts.upsertAgent.run(agent);
+    this.stmts.upsertAgent.run({
+      ...agent,
+      email: boundKey(agent.email),
+      agent_id: boundText(agent.agent_id, MAX_STORED_ID_CHARS),
+      message: boundText(agent.message),
+    });
   }
 }
 
@@ -403,7 +436,23 @@ function createPrivateFile(path: string): void {
     closeSync(openSync(path, 'a', 0o600));
     chmodSync(path, 0o600); // the umask may have narrowed it further; never widened
   } catch (error) {
-    throw new QuoteBatchError('E_LEDGER', `cannot create ledger ${path}: ${(error as Error).message}`, { cause: error });
+    const code = (error as NodeJS.ErrnoException).code;
+    const dir = dirname(path);
+    const [reason, hint] =
+      code === 'ENOENT'
+        ? [`the directory ${dir} does not exist`, `create it, or pass --ledger <file> in an existing directory`]
+        : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+          ? [`the directory ${dir} is not writable`, 'run quote-batch as a user that may write there, or pass --ledger <file> elsewhere']
+          : [(error as Error).message, 'pass --ledger <file> naming a file quote-batch may create'];
+    throw new QuoteBatchError('E_LEDGER', `cannot create ledger ${path}: ${reason}`, { cause: error, hint });
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }
 
@@ -424,105 +473,4 @@ function migrate(db: Database.Database, path: string, readonly: boolean): void {
     for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v] as string);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
-}
-
-function isRunAlive(run: RunRecord): boolean {
-  if (run.hostname === hostname() && run.pid !== null) {
-    if (run.pid === process.pid) return false;
-    try {
-      process.kill(run.pid, 0);
-      return true;
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  }
-  // Another host: trust a recent heartbeat.
-  const beat = run.heartbeat_at === null ? 0 : Date.parse(run.heartbeat_at);
-  return Date.now() - beat < STALE_HEARTBEAT_MS;
-}
-
-function prepareStatements(db: Database.Database) {
-  const p = (sql: string): Statement => db.prepare(sql);
-  return {
-    findUnfinishedJob: p(
-      `SELECT * FROM jobs WHERE input_sha256 = ? AND mapping_sha256 = ? AND environment = ? AND operation = ?
-       AND status != 'completed' ORDER BY id DESC LIMIT 1`,
-    ),
-    findCompletedJob: p(
-      `SELECT * FROM jobs WHERE input_sha256 = ? AND mapping_sha256 = ? AND environment = ? AND operation = ?
-       AND status = 'completed' ORDER BY id DESC LIMIT 1`,
-    ),
-    getJob: p('SELECT * FROM jobs WHERE id = ?'),
-    latestJob: p('SELECT * FROM jobs ORDER BY id DESC LIMIT 1'),
-    insertJob: p(
-      `INSERT INTO jobs (input_path, input_sha256, input_format, mapping_path, mapping_sha256, environment, operation,
-         base_url, status, created_at)
-       VALUES (@input_path, @input_sha256, @input_format, @mapping_path, @mapping_sha256, @environment, @operation,
-         @base_url, 'running', @created_at)`,
-    ),
-    setJobStatus: p('UPDATE jobs SET status = ?, finished_at = ? WHERE id = ?'),
-    setTotalRows: p('UPDATE jobs SET total_rows = ? WHERE id = ?'),
-    setResumePoint: p('UPDATE jobs SET resume_row = ?, resume_offset = ?, resume_line = ? WHERE id = ?'),
-    runningRuns: p(`SELECT * FROM runs WHERE job_id = ? AND status = 'running'`),
-    insertRun: p(
-      `INSERT INTO runs (job_id, started_at, status, options_json, tool_version, pid, hostname, heartbeat_at)
-       VALUES (?, ?, 'running', ?, ?, ?, ?, ?)`,
-    ),
-    getRun: p('SELECT * FROM runs WHERE id = ?'),
-    runsOf: p('SELECT * FROM runs WHERE job_id = ? ORDER BY id'),
-    heartbeat: p('UPDATE runs SET heartbeat_at = ? WHERE id = ?'),
-    finishRun: p('UPDATE runs SET status = ?, finished_at = ? WHERE id = ?'),
-    inFlightToInDoubt: p(
-      `UPDATE rows SET state = 'in_doubt', updated_at = ?,
-         error_message = COALESCE(error_message, 'the process stopped while the request was in flight')
-       WHERE job_id = ? AND state = 'in_flight'`,
-    ),
-    rowStates: p('SELECT row_number, state FROM rows WHERE job_id = ?'),
-    maxRowNumber: p('SELECT MAX(row_number) AS n FROM rows WHERE job_id = ?'),
-    // INDEXED BY: without statistics the planner scans the job's rows for the NOT IN, which
-    // makes every read slower than the last on a large file.
-    hasRowKey: p(
-      `SELECT 1 FROM rows INDEXED BY rows_key WHERE job_id = ? AND row_key = ? AND state NOT IN ('duplicate', 'invalid') LIMIT 1`,
-    ),
-    insertRow: p(
-      `INSERT INTO rows (job_id, row_number, row_key, agent_email, state, error_code, error_message, input_issues_json,
-         source_offset, source_line, updated_at)
-       VALUES (@job_id, @row_number, @row_key, @agent_email, @state, @error_code, @error_message, @input_issues_json,
-         @source_offset, @source_line, @updated_at)`,
-    ),
-    markInFlight: p(
-      `UPDATE rows SET state = 'in_flight', agent_id = COALESCE(?, agent_id), request_json = ?, updated_at = ?
-       WHERE job_id = ? AND row_number = ?`,
-    ),
-    recordOutcome: p(
-      `UPDATE rows SET state = @state, agent_id = COALESCE(@agent_id, agent_id), attempts = attempts + @attempts,
-         http_status = @http_status, error_code = @error_code, error_message = @error_message,
-         transaction_id = @transaction_id, quote_number = @quote_number, total_premium = @total_premium,
-         input_issues_json = COALESCE(@input_issues_json, input_issues_json),
-         request_json = COALESCE(@request_json, request_json), response_json = @response_json, updated_at = @updated_at
-       WHERE job_id = @job_id AND row_number = @row_number`,
-    ),
-    insertAttempt: p(
-      `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome, agent_email)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    countsByState: p('SELECT state, COUNT(*) AS n FROM rows WHERE job_id = ? GROUP BY state'),
-    insertRunSample: p(
-      `INSERT OR REPLACE INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors,
-         rows_done, latency_p50_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    topErrors: p(
-      `SELECT state, error_code, error_message, COUNT(*) AS n FROM rows
-       WHERE job_id = ? AND state IN ('rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt')
-       GROUP BY state, error_code, error_message ORDER BY n DESC, state LIMIT ?`,
-    ),
-    rowsInState: p('SELECT row_number, row_key, error_message FROM rows WHERE job_id = ? AND state = ? ORDER BY row_number LIMIT ?'),
-    getAgent: p('SELECT * FROM agents WHERE environment = ? AND email = ?'),
-    upsertAgent: p(
-      `INSERT INTO agents (environment, email, is_valid, agent_id, message, checked_at, job_id)
-       VALUES (@environment, @email, @is_valid, @agent_id, @message, @checked_at, @job_id)
-       ON CONFLICT (environment, email) DO UPDATE SET is_valid = excluded.is_valid, agent_id = excluded.agent_id,
-         message = excluded.message, checked_at = excluded.checked_at, job_id = excluded.job_id`,
-    ),
-  };
 }

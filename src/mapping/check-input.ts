@@ -61,7 +61,7 @@ const INDEX = /\[\d+\]/g;
 export async function checkInput(inputPath: string, mapping: CompiledMapping, options: CheckOptions = {}): Promise<CheckSummary> {
   const keep = options.keepInvalidRows ?? 20;
   const started = performance.now();
-  const reader = await openInput(inputPath, resolveInputOptions(inputPath, mapping));
+  const reader = await openInput(inputPath, { ...resolveInputOptions(inputPath, mapping), signal: options.signal });
   const errors = new Map<string, IssueCount>();
   const warnings = new Map<string, IssueCount>();
   const summary: CheckSummary = {
@@ -107,6 +107,8 @@ export async function checkInput(inputPath: string, mapping: CompiledMapping, op
         });
       }
     }
+    // The reader also stops on the signal where no row comes (a long run of blank lines).
+    if (options.signal?.aborted === true) summary.interrupted = true;
   } finally {
     await reader.close();
   }

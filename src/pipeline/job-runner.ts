@@ -152,6 +152,8 @@ export class JobRunner {
         dispatcher.submit(() => this.#sendRow(mapped, initial));
       }
       book.flushInserts();
+      // A reader stopped by its signal ends as if the file ended: that is not the end of the file.
+      if (this.#halt.signal.aborted || options.stop.aborted) readToEnd = false;
       if (readToEnd) {
         options.ledger.setTotalRows(this.job.id, this.#rowsRead);
         this.#totalRows = this.#rowsRead;

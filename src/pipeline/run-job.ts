@@ -106,7 +106,8 @@ export function exitCodeFor(end: RunEnd, counts: Record<RowState, number>): 0 | 
 export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
   const started = Date.now();
   const { ledger, mapping, logger } = options;
-  let reader = await openInput(options.inputPath, resolveInputOptions(options.inputPath, mapping));
+  // The reader stops on the user's stop even inside a long stretch of blank lines.
+  let reader = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, mapping), signal: options.stop });
   try {
     if (reader.columns !== null) mapping.checkColumns(reader.columns);
     const identity = {
@@ -174,8 +175,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         outcome = await runner.run();
       } catch (error) {
         // Record how the run ended; its rows are settled by the next run's resume rules.
-        ledger.finishRun(run.id, 'failed');
+        // The job's status first: finishing the run releases the job lock.
         ledger.setJobStatus(job.id, 'interrupted');
+        ledger.finishRun(run.id, 'failed');
         throw error;
       } finally {
         if (progress !== undefined) clearInterval(progress);
@@ -188,8 +190,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       if (emptyInput) logger.warn(`the input ${options.inputPath} has no data rows: nothing to send`, { event: 'empty_input' });
       // The run itself ended normally unless stopped or halted; the job is completed only when
       // every row reached a final state.
-      ledger.finishRun(run.id, outcome.end === 'completed' || outcome.end === 'unfinished' ? 'completed' : outcome.end);
+      // The job's status first: finishing the run releases the job lock.
       ledger.setJobStatus(job.id, outcome.end === 'completed' ? 'completed' : 'interrupted');
+      ledger.finishRun(run.id, outcome.end === 'completed' || outcome.end === 'unfinished' ? 'completed' : outcome.end);
       return {
         job: ledger.getJob(job.id) as JobRecord,
         runId: run.id,
@@ -228,7 +231,7 @@ async function openFromResumePoint(
 ): Promise<{ reader: InputReader; start: ResumePoint | undefined }> {
   if (point === undefined || point.rowNumber <= 1) return { reader, start: undefined };
   try {
-    const resumed = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, options.mapping), start: point });
+    const resumed = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, options.mapping), start: point, signal: options.stop });
     await reader.close();
     logger.info(`skipping rows 1-${point.rowNumber - 1}: already final (reading from line ${point.line})`);
     return { reader: resumed, start: point };

@@ -22,7 +22,7 @@ export function nextStep(result: RunJobResult): string {
   if (result.limitedTo !== null) return `job not completed: this run was limited to the first ${result.limitedTo} rows; run without --limit to send the rest`;
   const { failed, in_doubt: inDoubt, pending } = result.counts;
   if (failed + pending > 0) return `job not completed: ${failed + pending} row(s) still to send; run the same command again to resume`;
-  if (inDoubt > 0) return `job not completed: ${inDoubt} row(s) in doubt; check them with the partner, then run again with --resend-in-doubt if they were not received`;
+  if (inDoubt > 0) return `job not completed: ${inDoubt} row(s) in doubt; check them with the partner, settle them with \`quote-batch resolve\`, then run again`;
   return 'job not completed; run the same command again to resume';
 }
 
@@ -63,7 +63,9 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   if (counts.in_doubt > 0) {
     lines.push('', `${counts.in_doubt} row(s) in doubt: they may have reached the partner. List them with`,
       `  quote-batch export --ledger ${ledger.path} --job ${job.id} --status in_doubt`,
-      'and re-run with --resend-in-doubt only once you know they were not received.');
+      'then, once the partner told you, settle them with',
+      `  quote-batch resolve --ledger ${ledger.path} --job ${job.id} --rows <n,...> --as succeeded|pending`,
+      '(pending: sent by the next run), or re-run with --resend-in-doubt to send them all again.');
   }
   lines.push('', `exit ${result.exitCode}: ${nextStep(result)}`, '');
   return lines.join('\n');

@@ -46,24 +46,9 @@ export function formatFixed(n: number | null, decimals: number): string {
   return n === null ? '–' : n.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
 }
 
-/**
- * A duration as people write it: `0.6s`, `45s`, `1m05s`, `2h03m`, `3d04h` (tenths under 10 s).
- * Rounded to the unit shown first, so a field never reaches 60 (`59.6s` is `1m00s`, not `1m60s`).
- * `–` for null or a negative or non-finite value.
- */
-export function formatDuration(ms: number | null): string {
-  if (ms === null || !Number.isFinite(ms) || ms < 0) return '–';
-  const pad = (n: number): string => String(n).padStart(2, '0');
-  const tenths = Math.round(ms / 100);
-  if (tenths < 100) return `${tenths / 10}s`;
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
-  const m = Math.round(s / 60);
-  if (m < 1440) return `${Math.floor(m / 60)}h${pad(m % 60)}m`;
-  const h = Math.round(m / 60);
-  return `${Math.floor(h / 24)}d${pad(h % 24)}h`;
-}
+import { formatDuration } from '../duration.js';
+
+export { formatDuration };
 
 /** Seconds (as the report's JSON keeps them) as a {@link formatDuration}. */
 export const formatSeconds = (seconds: number | null): string => formatDuration(seconds === null ? null : seconds * 1000);

@@ -290,7 +290,7 @@ describe('Retry-After', () => {
     const outcome = keep(await client.submit('quote', VALID_QUOTE));
     expect(outcome).toMatchObject({ kind: 'retryable', httpStatus: 429 });
     expect(outcome.attempts).toHaveLength(1);
-    expect(outcome.halt).toMatch(/^the partner asks to wait 10h \(Retry-After, over --max-retry-after 5m\); run again after \d{4}-\d\d-\d\dT/);
+    expect(outcome.halt).toMatch(/^the partner asks to wait 10h00m \(Retry-After, over --max-retry-after 5m00s\); run again after \d{4}-\d\d-\d\dT/);
     const at = Date.parse(/run again after (\S+)$/.exec(outcome.halt ?? '')?.[1] ?? '');
     expect(at - before).toBeGreaterThanOrEqual(36_000_000 - 1000);
     expect(client.halted).toBe(true);

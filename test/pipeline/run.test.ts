@@ -205,8 +205,8 @@ describe('run', () => {
     try {
       await waitFor(() => countState(ledgerPath, 'succeeded') >= 2);
       const second = await run([]);
-      expect(second.code).toBe(2);
-      expect(second.stderr).toMatch(/being run by another process/);
+      expect(second.code).toBe(4);
+      expect(second.stderr).toMatch(/in use by another live quote-batch process/);
     } finally {
       child.kill('SIGKILL');
       await done;

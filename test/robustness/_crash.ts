@@ -3,6 +3,7 @@
  * to completion, and checked (issue item 3). Shared by the crash-*.test.ts files, which split
  * the seeds so that the two test workers run them side by side.
  */
+import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { runCli, startCli, type CliResult } from '../helpers/cli.js';
@@ -117,6 +118,8 @@ export async function runCrashCase(seed: number, csv: string, agents: string, di
     if (!exitedBeforeKill && ledger.runs.length > resumes) expect(ledger.runs[0]?.status, `${label}: the killed run`).toBe('crashed');
     expect(sandbox.stats().duplicateLeads, `${label}: leads the sandbox processed twice`).toEqual([]);
     expectPrivateLedger(label, ledgerPath);
+    // The job lock survives the kill as a file (only the lock itself died with the process).
+    expect((statSync(`${ledgerPath}.job-1.lock`).mode & 0o777).toString(8), `${label}: mode of the job lock file`).toBe('600');
 
     // 4. --resend-in-doubt completes every row; only the in-doubt leads may then be seen twice.
     if (inDoubtRows.length > 0) {

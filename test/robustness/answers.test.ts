@@ -242,7 +242,7 @@ describe('quote answers (contract §5)', () => {
     const result = await run(ledger);
     expect(Date.now() - started).toBeLessThan(30_000);
     expect(result.code).toBe(3);
-    expect(result.stdout).toMatch(/job not completed: the partner asks to wait \d+h(\d\dm)? \(Retry-After, over --max-retry-after 5m\); run again after \d{4}-\d\d-\d\dT/);
+    expect(result.stdout).toMatch(/job not completed: the partner asks to wait \d+[dh]\d\d[hm] \(Retry-After, over --max-retry-after 5m00s\); run again after \d{4}-\d\d-\d\dT/);
     expect(partner?.received.quote).toBe(2);
     expect(rows(ledger).find((r) => r.row_number === sentRows[1])?.state).toBe('pending');
     await expectRecovery(ledger);

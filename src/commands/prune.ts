@@ -1,0 +1,72 @@
+/** `quote-batch prune --older-than <duration> [--vacuum]`: drops old finished jobs from a ledger. */
+import { Ledger, pruneJobs, vacuumLedger, type PruneCandidate } from '../ledger/index.js';
+import { resolveLedgerPath } from '../report/index.js';
+import { parseDurationFlag, type RegisterCommand } from './context.js';
+
+interface PruneFlags {
+  ledger?: string;
+  olderThan: number;
+  includeUnfinished?: boolean;
+  vacuum?: boolean;
+  dryRun?: boolean;
+  jsonLog?: boolean;
+}
+
+export const registerPrune: RegisterCommand = (program, ctx) => {
+  program
+    .command('prune')
+    .description('drop completed jobs older than a duration (their rows, attempts, runs, samples, resolutions); --vacuum returns the space')
+    .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
+    .requiredOption('--older-than <duration>', 'drop jobs with no activity for this long: 90s, 15m, 2h, 30d (a bare number is seconds)', parseDurationFlag('--older-than'))
+    .option('--include-unfinished', 'also drop unfinished jobs (their failed and in_doubt rows are lost)')
+    .option('--vacuum', 'then rewrite the file to return the freed space (needs no other process on the ledger)')
+    .option('--dry-run', 'only list the jobs that would be dropped')
+    .option('--json-log', 'machine-readable JSON log lines on stderr')
+    .action((flags: PruneFlags) => {
+      const logger = ctx.createLogger();
+      const ledger = Ledger.open(resolveLedgerPath(ctx.io.cwd, flags.ledger), { mustExist: true });
+      const lines: string[] = [];
+      try {
+        const dryRun = flags.dryRun === true;
+        const result = pruneJobs(ledger, { olderThanMs: flags.olderThan, includeUnfinished: flags.includeUnfinished === true, dryRun });
+        const kind = flags.includeUnfinished === true ? 'jobs' : 'completed jobs';
+        const rows = result.dropped.reduce((sum, job) => sum + job.rows, 0);
+        lines.push(result.dropped.length === 0
+          ? `no ${kind} without activity since ${result.cutoff}`
+          : `${dryRun ? 'would drop' : 'dropped'} ${result.dropped.length} ${kind} without activity since ${result.cutoff} (${rows} rows): ${describeJobs(result.dropped)}`);
+        for (const job of result.inUse) {
+          logger.warn(`job ${job.id} is in use by another process: left for the next prune`, { event: 'prune_skipped', job: job.id });
+        }
+        if (flags.vacuum === true && !dryRun) {
+          const vacuum = vacuumLedger(ledger);
+          if (vacuum.skippedForJobs.length > 0) {
+            logger.warn(`vacuum skipped: job(s) ${vacuum.skippedForJobs.join(', ')} are in use by another process; run prune --vacuum when no run is active`, {
+              event: 'vacuum_skipped', jobs: vacuum.skippedForJobs.join(','),
+            });
+          } else {
+            lines.push(`vacuum: ledger ${formatBytes(vacuum.bytesBefore)} → ${formatBytes(vacuum.bytesAfter)}`);
+            if (ctx.jsonLog) logger.info('vacuumed', { event: 'vacuum', bytes_before: vacuum.bytesBefore, bytes_after: vacuum.bytesAfter });
+          }
+        }
+        if (ctx.jsonLog) {
+          logger.info(dryRun ? 'prune dry run' : 'pruned', {
+            event: 'prune', dry_run: dryRun, cutoff: result.cutoff, jobs: result.dropped.length, rows, in_use: result.inUse.length,
+          });
+        }
+      } finally {
+        ledger.close();
+      }
+      ctx.io.out(`${lines.join('\n')}\n`);
+      ctx.setExitCode(0);
+    });
+};
+
+function describeJobs(jobs: readonly PruneCandidate[]): string {
+  const shown = jobs.slice(0, 10).map((job) => `${job.id} (${job.status}, ${job.input_path})`);
+  return jobs.length > 10 ? `${shown.join(', ')} and ${jobs.length - 10} more` : shown.join(', ');
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}

@@ -1,0 +1,101 @@
+/**
+ * `quote-batch resolve (--rows <n,...> | --all-in-doubt) --as succeeded|pending`: settles rows left
+ * `in_doubt` once ops know what the partner did with them.
+ */
+import { InvalidArgumentError, Option } from 'commander';
+import { QuoteBatchError } from '../errors.js';
+import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution } from '../ledger/index.js';
+import { resolveJobId, resolveLedgerPath } from '../report/index.js';
+import { parseCount, type RegisterCommand } from './context.js';
+
+interface ResolveFlags {
+  ledger?: string;
+  job?: number;
+  rows?: number[];
+  allInDoubt?: boolean;
+  as: Resolution;
+  note?: string;
+  jsonLog?: boolean;
+}
+
+/** Most rows one `--rows` may name (ranges included): a bound on a typo such as 1-99999999. */
+const MAX_ROWS = 1_000_000;
+
+export const registerResolve: RegisterCommand = (program, ctx) => {
+  program
+    .command('resolve')
+    .description('settle rows left in_doubt once you know what the partner did: --as succeeded (it has them) or --as pending (send them next run)')
+    .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
+    .option('--job <id>', 'the job (default: the latest; see `quote-batch jobs`)', parseCount('--job'))
+    .option('--rows <list>', 'the rows to settle, e.g. 17,42,100-120 (row numbers as in `export --status in_doubt`)', parseRowList)
+    .option('--all-in-doubt', 'settle every row of the job that is in_doubt')
+    .addOption(new Option('--as <state>', 'what the partner did: succeeded (it has the lead) or pending (it does not)').choices(RESOLUTIONS).makeOptionMandatory())
+    .option('--note <text>', 'why, for the record (kept in the resolutions table), e.g. a ticket number')
+    .option('--json-log', 'machine-readable JSON log lines on stderr')
+    .action((flags: ResolveFlags) => {
+      if ((flags.rows === undefined) === (flags.allInDoubt !== true)) {
+        throw new QuoteBatchError('E_USAGE', 'give either --rows <list> or --all-in-doubt', {
+          hint: 'list the rows in doubt with `quote-batch export --status in_doubt`',
+        });
+      }
+      const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
+      const ledger = Ledger.open(ledgerPath, { mustExist: true });
+      try {
+        const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
+        const result = resolveInDoubt(ledger, { jobId, rows: flags.rows ?? 'all-in-doubt', to: flags.as, note: flags.note ?? null });
+        if (result.refused.length > 0) {
+          const listed = result.refused.slice(0, 20).map((r) => `${r.row} (${r.state ?? 'no such row'})`).join(', ');
+          const more = result.refused.length > 20 ? ` and ${result.refused.length - 20} more` : '';
+          throw new QuoteBatchError('E_USAGE', `only rows in_doubt can be resolved; not in doubt in job ${jobId}: ${listed}${more}; nothing was changed`, {
+            hint: `list the rows in doubt with \`quote-batch export --job ${jobId} --status in_doubt\``,
+          });
+        }
+        const logger = ctx.createLogger();
+        const rows = formatRowList(result.resolved);
+        const done = result.resolved.length === 0
+          ? `job ${jobId}: no rows in doubt; nothing to resolve`
+          : `job ${jobId}: ${result.resolved.length} row(s) resolved from in_doubt to ${flags.as} (rows ${rows})`;
+        const after = result.jobStatus === 'completed'
+          ? `job ${jobId} is completed: every row is final`
+          : `job ${jobId} has ${result.unfinished} unfinished row(s): the next \`quote-batch run\` of the same file and mapping ${flags.as === 'pending' ? 'sends the rows set to pending' : 'goes on with them'}`;
+        ctx.io.out(`${done}\n${after}\n`);
+        if (ctx.jsonLog) {
+          logger.info('resolved rows in doubt', {
+            event: 'resolve', job: jobId, to: flags.as, resolved: result.resolved.length, job_status: result.jobStatus, unfinished: result.unfinished,
+          });
+        }
+      } finally {
+        ledger.close();
+      }
+      ctx.setExitCode(0);
+    });
+};
+
+/** Parses `17,42,100-120` into row numbers (≥ 1); throws a usage error naming the flag. */
+export function parseRowList(value: string): number[] {
+  const rows: number[] = [];
+  for (const part of value.split(',')) {
+    const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(part);
+    const from = Number(m?.[1]);
+    const to = m?.[2] === undefined ? from : Number(m[2]);
+    if (m === null || from < 1 || to < from) {
+      throw new InvalidArgumentError(`--rows expects row numbers and ranges such as 17,42,100-120, got "${value}"`);
+    }
+    if (rows.length + (to - from + 1) > MAX_ROWS) throw new InvalidArgumentError(`--rows names more than ${MAX_ROWS} rows`);
+    for (let row = from; row <= to; row += 1) rows.push(row);
+  }
+  return rows;
+}
+
+/** `1-3, 7, 9-12`: sorted row numbers written back as ranges, the first 20 of them. */
+function formatRowList(rows: readonly number[]): string {
+  const parts: string[] = [];
+  let i = 0;
+  while (i < rows.length && parts.length < 20) {
+    let j = i;
+    while (j + 1 < rows.length && rows[j + 1] === (rows[j] as number) + 1) j += 1;
+    parts.push(i === j ? String(rows[i]) : `${rows[i]}-${rows[j]}`);
+    i = j + 1;
+  }
+  return i < rows.length ? `${parts.join(', ')}, …` : parts.join(', ');
+}

@@ -1,0 +1,82 @@
+/** The ledger's SQL, prepared once per connection (see Ledger). */
+import type Database from 'better-sqlite3';
+
+const SQL = {
+  findUnfinishedJob:
+    `SELECT * FROM jobs WHERE input_sha256 = ? AND mapping_sha256 = ? AND environment = ? AND operation = ?
+     AND status != 'completed' ORDER BY id DESC LIMIT 1`,
+  findCompletedJob:
+    `SELECT * FROM jobs WHERE input_sha256 = ? AND mapping_sha256 = ? AND environment = ? AND operation = ?
+     AND status = 'completed' ORDER BY id DESC LIMIT 1`,
+  getJob: 'SELECT * FROM jobs WHERE id = ?',
+  latestJob: 'SELECT * FROM jobs ORDER BY id DESC LIMIT 1',
+  insertJob:
+    `INSERT INTO jobs (input_path, input_sha256, input_format, mapping_path, mapping_sha256, environment, operation,
+       base_url, status, created_at)
+     VALUES (@input_path, @input_sha256, @input_format, @mapping_path, @mapping_sha256, @environment, @operation,
+       @base_url, 'running', @created_at)`,
+  setJobStatus: 'UPDATE jobs SET status = ?, finished_at = ? WHERE id = ?',
+  setTotalRows: 'UPDATE jobs SET total_rows = ? WHERE id = ?',
+  setResumePoint: 'UPDATE jobs SET resume_row = ?, resume_offset = ?, resume_line = ? WHERE id = ?',
+  unfinishedJobsOf:
+    `SELECT id FROM jobs WHERE input_sha256 = ? AND mapping_sha256 = ? AND environment = ? AND operation = ?
+     AND status != 'completed'`,
+  lastRunningRun: `SELECT * FROM runs WHERE job_id = ? AND status = 'running' ORDER BY id DESC LIMIT 1`,
+  crashRunningRuns: `UPDATE runs SET status = 'crashed', finished_at = ? WHERE job_id = ? AND status = 'running'`,
+  insertRun:
+    `INSERT INTO runs (job_id, started_at, status, options_json, tool_version, pid, hostname, heartbeat_at)
+     VALUES (?, ?, 'running', ?, ?, ?, ?, ?)`,
+  getRun: 'SELECT * FROM runs WHERE id = ?',
+  runsOf: 'SELECT * FROM runs WHERE job_id = ? ORDER BY id',
+  heartbeat: 'UPDATE runs SET heartbeat_at = ? WHERE id = ?',
+  finishRun: 'UPDATE runs SET status = ?, finished_at = ? WHERE id = ?',
+  inFlightToInDoubt:
+    `UPDATE rows SET state = 'in_doubt', updated_at = ?,
+       error_message = COALESCE(error_message, 'the process stopped while the request was in flight')
+     WHERE job_id = ? AND state = 'in_flight'`,
+  rowStates: 'SELECT row_number, state FROM rows WHERE job_id = ?',
+  maxRowNumber: 'SELECT MAX(row_number) AS n FROM rows WHERE job_id = ?',
+  // INDEXED BY: without statistics the planner scans the job's rows for the NOT IN, which
+  // makes every read slower than the last on a large file.
+  hasRowKey:
+    `SELECT 1 FROM rows INDEXED BY rows_key WHERE job_id = ? AND row_key = ? AND state NOT IN ('duplicate', 'invalid') LIMIT 1`,
+  insertRow:
+    `INSERT INTO rows (job_id, row_number, row_key, agent_email, state, error_code, error_message, input_issues_json,
+       source_offset, source_line, updated_at)
+     VALUES (@job_id, @row_number, @row_key, @agent_email, @state, @error_code, @error_message, @input_issues_json,
+       @source_offset, @source_line, @updated_at)`,
+  markInFlight:
+    `UPDATE rows SET state = 'in_flight', agent_id = COALESCE(?, agent_id), request_json = ?, updated_at = ?
+     WHERE job_id = ? AND row_number = ?`,
+  recordOutcome:
+    `UPDATE rows SET state = @state, agent_id = COALESCE(@agent_id, agent_id), attempts = attempts + @attempts,
+       http_status = @http_status, error_code = @error_code, error_message = @error_message,
+       transaction_id = @transaction_id, quote_number = @quote_number, total_premium = @total_premium,
+       input_issues_json = COALESCE(@input_issues_json, input_issues_json),
+       request_json = COALESCE(@request_json, request_json), response_json = @response_json, updated_at = @updated_at
+     WHERE job_id = @job_id AND row_number = @row_number`,
+  insertAttempt:
+    `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome, agent_email)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  countsByState: 'SELECT state, COUNT(*) AS n FROM rows WHERE job_id = ? GROUP BY state',
+  insertRunSample:
+    `INSERT OR REPLACE INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors,
+       rows_done, latency_p50_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  topErrors:
+    `SELECT state, error_code, error_message, COUNT(*) AS n FROM rows
+     WHERE job_id = ? AND state IN ('rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt')
+     GROUP BY state, error_code, error_message ORDER BY n DESC, state LIMIT ?`,
+  rowsInState: 'SELECT row_number, row_key, error_message FROM rows WHERE job_id = ? AND state = ? ORDER BY row_number LIMIT ?',
+  getAgent: 'SELECT * FROM agents WHERE environment = ? AND email = ?',
+  upsertAgent:
+    `INSERT INTO agents (environment, email, is_valid, agent_id, message, checked_at, job_id)
+     VALUES (@environment, @email, @is_valid, @agent_id, @message, @checked_at, @job_id)
+     ON CONFLICT (environment, email) DO UPDATE SET is_valid = excluded.is_valid, agent_id = excluded.agent_id,
+       message = excluded.message, checked_at = excluded.checked_at, job_id = excluded.job_id`,
+};
+
+export type LedgerStatements = Record<keyof typeof SQL, Database.Statement>;
+
+export function prepareStatements(db: Database.Database): LedgerStatements {
+  return Object.fromEntries(Object.entries(SQL).map(([name, sql]) => [name, db.prepare(sql)])) as LedgerStatements;
+}

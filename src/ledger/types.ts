@@ -1,0 +1,100 @@
+/** The records the ledger reads and writes (the columns are documented in docs/ledger.md). */
+import type { Environment, Operation } from '../partner/types.js';
+import type { JobStatus, RowState, RunStatus } from './schema.js';
+
+export interface JobIdentity {
+  inputSha256: string;
+  mappingSha256: string;
+  environment: Environment;
+  operation: Operation;
+}
+
+export interface JobRecord {
+  id: number;
+  input_path: string;
+  input_sha256: string;
+  input_format: string;
+  mapping_path: string;
+  mapping_sha256: string;
+  environment: Environment;
+  operation: Operation;
+  base_url: string | null;
+  status: JobStatus;
+  total_rows: number | null;
+  created_at: string;
+  finished_at: string | null;
+  resume_row: number | null;
+  resume_offset: number | null;
+  resume_line: number | null;
+}
+
+/** Where a resumed run may start reading (see migration 2). */
+export interface ResumePoint {
+  rowNumber: number;
+  offset: number;
+  line: number;
+}
+
+export interface RunRecord {
+  id: number;
+  job_id: number;
+  started_at: string;
+  finished_at: string | null;
+  status: RunStatus;
+  options_json: string;
+  tool_version: string;
+  pid: number | null;
+  hostname: string | null;
+  heartbeat_at: string | null;
+}
+
+export interface NewRow {
+  rowNumber: number;
+  rowKey: string | null;
+  agentEmail: string | null;
+  state: RowState;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  inputIssuesJson?: string | null;
+  /** Where the row's record starts in the (decoded) input: byte offset and line. */
+  sourceOffset?: number | null;
+  sourceLine?: number | null;
+}
+
+/** One second of a run, for `run_samples` (see migration 3). */
+export interface RunSample {
+  elapsedMs: number;
+  concurrencyLimit: number | null;
+  inFlight: number;
+  attempts: number;
+  throttled: number;
+  errors: number;
+  rowsDone: number;
+  latencyP50Ms: number | null;
+}
+
+export interface RowOutcome {
+  state: RowState;
+  agentId?: string | null;
+  httpStatus?: number | null;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  transactionId?: string | null;
+  quoteNumber?: string | null;
+  totalPremium?: number | null;
+  inputIssuesJson?: string | null;
+  requestJson?: string | null;
+  responseJson?: string | null;
+  /** Attempts made by this call; added to the row's running total. */
+  attempts: number;
+}
+
+export interface AgentRecord {
+  environment: string;
+  email: string;
+  is_valid: number;
+  agent_id: string | null;
+  message: string | null;
+  checked_at: string;
+  job_id: number | null;
+}

@@ -1,0 +1,97 @@
+/**
+ * Every error a user can cause prints one line naming the thing and one hint, exits 2 and sends
+ * nothing (contract §9); with --json-log the same as one JSON line (issue 9 item 7).
+ */
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+import { MAPPING_CSV, SAMPLE_CSV } from '../pipeline/_setup.js';
+
+/** Root reads and writes whatever the mode says: permission cases only mean something for other users. */
+const asRoot = process.getuid?.() === 0;
+
+describe('errors a user can cause', () => {
+  const tmp = useTempDir('quote-batch-errors-');
+
+  /** `run` of the samples with `extra` flags; the ledger in the temp dir unless given. */
+  async function run(extra: readonly string[], input = SAMPLE_CSV) {
+    const hasLedger = extra.includes('--ledger');
+    const args = ['run', input, '--mapping', MAPPING_CSV, '--env', 'sandbox', ...(hasLedger ? [] : ['--ledger', tmp.path('l.db')]), ...extra];
+    return runCli(args, { cwd: tmp.dir, timeoutMs: 30_000 });
+  }
+
+  /** Exit 2, then exactly an `error:` line matching `message` and a `hint:` line matching `hint`. */
+  function expectOneLineAndHint(result: { code: number | null; stdout: string; stderr: string }, message: RegExp, hint: RegExp): void {
+    expect(result.code, result.stderr).toBe(2);
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines, result.stderr).toHaveLength(2);
+    expect(lines[0]).toMatch(/^error: /);
+    expect(lines[0]).toMatch(message);
+    expect(lines[1]).toMatch(/^hint: /);
+    expect(lines[1]).toMatch(hint);
+    expect(result.stdout).toBe('');
+  }
+
+  it.each([
+    ['a missing input', () => [[], tmp.path('missing.csv')] as const, /cannot open input file .*missing\.csv: no such file$/, /check the path/],
+    ['a directory as input', () => [[], tmp.dir] as const, /cannot open input file .*: it is a directory$/, /name the lead file itself/],
+    ['a ledger directory that does not exist', () => [['--ledger', tmp.path('nowhere/l.db')], SAMPLE_CSV] as const, /cannot create ledger .*l\.db: the directory .*nowhere does not exist$/, /create it, or pass --ledger/],
+    ['a ledger path that is a directory', () => [['--ledger', tmp.dir], SAMPLE_CSV] as const, /the ledger path .* is a directory$/, /pass --ledger <file> naming a file/],
+    ['a missing key file', () => [['--api-key-file', tmp.path('key.txt')], SAMPLE_CSV] as const, /API key file .*key\.txt does not exist$/, /--api-key-file <file>.*QUOTE_BATCH_API_KEY/],
+    ['a key file that is a directory', () => [['--api-key-file', tmp.dir], SAMPLE_CSV] as const, /API key file .* is not a regular file$/, /naming the file that holds the key/],
+  ])('%s', async (_name, make, message, hint) => {
+    const [extra, input] = make();
+    expectOneLineAndHint(await run(extra, input), message, hint);
+  });
+
+  it('an empty key file', async () => {
+    writeFileSync(tmp.path('key.txt'), '\n');
+    expectOneLineAndHint(await run(['--api-key-file', tmp.path('key.txt')]), /API key file .*key\.txt is empty$/, /alone on the first line/);
+  });
+
+  it.skipIf(asRoot)('an unreadable input, key file and ledger directory', async () => {
+    writeFileSync(tmp.path('leads.csv'), 'a,b\n1,2\n');
+    chmodSync(tmp.path('leads.csv'), 0o000);
+    expectOneLineAndHint(await run([], tmp.path('leads.csv')), /cannot open input file .*: permission denied$/, /readable by the user/);
+    writeFileSync(tmp.path('key.txt'), 'k\n', { mode: 0o000 });
+    expectOneLineAndHint(await run(['--api-key-file', tmp.path('key.txt')]), /API key file .* cannot be read: permission denied$/, /chmod 600/);
+    mkdirSync(tmp.path('ro'), { mode: 0o500 });
+    expectOneLineAndHint(await run(['--ledger', tmp.path('ro/l.db')]), /cannot create ledger .*: the directory .*ro is not writable$/, /pass --ledger <file> elsewhere/);
+  });
+
+  it.each([
+    ['a value out of range', 'defaults:\n  env: sandbox\n  concurrency: 5000\n', /config\.yaml:3:16: defaults\.concurrency: too big \(expected at most 1024, got 5000\)$/, /Configuration/],
+    ['a value of the wrong type', 'defaults:\n  rate: fast\n', /config\.yaml:2:9: defaults\.rate: wrong type \(expected a number, got "fast"\)$/, /Configuration/],
+    ['a value not allowed', 'defaults:\n  env: staging\n', /config\.yaml:2:8: defaults\.env: not allowed \(expected one of sandbox, uat, production, got "staging"\)$/, /Configuration/],
+    ['an unknown key', 'defaults:\n  env: sandbox\n  concurency: 4\n', /config\.yaml:3:3: defaults\.concurency: unknown key \(expected one of env, ledger, .*concurrency.*, got "concurency"\)$/, /flag names are written as on the command line/],
+    ['broken YAML', 'defaults:\n  env: [sandbox\n', /config\.yaml:\d+:\d+: YAML: /, /indentation and quoting/],
+  ])('a bad config file: %s names the file, line, key and value', async (_name, yaml, message, hint) => {
+    writeFileSync(tmp.path('config.yaml'), yaml);
+    expectOneLineAndHint(await run(['--config', tmp.path('config.yaml')]), message, hint);
+  });
+
+  it('a missing --config file', async () => {
+    expectOneLineAndHint(await run(['--config', tmp.path('nope.yaml')]), /cannot read config file .*nope\.yaml: no such file$/, /--config <file>/);
+  });
+
+  it('prints each of them as one JSON line with the hint as a field under --json-log', async () => {
+    writeFileSync(tmp.path('config.yaml'), 'defaults:\n  concurrency: 0\n');
+    const results = [
+      await run(['--json-log'], tmp.path('missing.csv')),
+      await run(['--json-log', '--config', tmp.path('config.yaml')]),
+      await run(['--json-log', '--ledger', tmp.dir]),
+      await run(['--json-log', '--no-such-flag']),
+    ];
+    for (const result of results) {
+      expect(result.code).toBe(2);
+      const lines = result.stderr.trimEnd().split('\n');
+      const records = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(records[0]).toMatchObject({ level: 'error', exit_code: 2 });
+    }
+    expect(JSON.parse(results[1]!.stderr)).toMatchObject({
+      level: 'error', event: 'error', code: 'E_CONFIG', msg: expect.stringMatching(/config\.yaml:2:16: defaults\.concurrency: too small \(expected more than 0, got 0\)$/), hint: expect.any(String),
+    });
+    expect(JSON.parse(results[0]!.stderr)).toMatchObject({ code: 'E_INPUT', hint: expect.stringMatching(/check the path/) });
+  });
+});

@@ -1,0 +1,154 @@
+/** `quote-batch resolve` and `quote-batch prune` (issue 9 item 8), as ops run them. */
+import { copyFileSync, existsSync, statSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Ledger } from '../../src/ledger/index.js';
+import type { SandboxHandle } from '../../src/sandbox/index.js';
+import { runCli } from '../helpers/cli.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+import { KEY, MAPPING_CSV, readLedger, SAMPLE_CSV, startTestSandbox } from '../pipeline/_setup.js';
+
+describe('resolve and prune', () => {
+  const tmp = useTempDir('quote-batch-ops-', { per: 'file' });
+  let sandbox: SandboxHandle;
+  let base: string;
+  let copies = 0;
+
+  const runArgs = (ledger: string): string[] => ['run', SAMPLE_CSV, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledger, '--quiet'];
+  const cli = (args: readonly string[]) => runCli(args, { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY }, timeoutMs: 60_000 });
+
+  /** A copy of the samples' completed ledger, with `sql` applied (e.g. rows left in doubt by a crash). */
+  function ledgerWith(sql = ''): string {
+    copies += 1;
+    const path = tmp.path(`copy-${copies}.db`);
+    copyFileSync(base, path);
+    const db = new Database(path);
+    if (sql !== '') db.exec(sql);
+    db.close();
+    return path;
+  }
+
+  beforeAll(async () => {
+    sandbox = await startTestSandbox();
+    base = tmp.path('base.db');
+    const run = await cli(runArgs(base));
+    expect(run.code, run.stderr).toBe(1);
+    return () => sandbox.close();
+  });
+
+  const IN_DOUBT = `UPDATE rows SET state = 'in_doubt', error_code = 'ETIMEDOUT', error_message = 'time-out after the request was sent'
+    WHERE row_number IN (2, 3, 4, 10); UPDATE jobs SET status = 'interrupted', finished_at = NULL;`;
+
+  it('settles rows in doubt, records why, and the next run sends only those set back to pending', async () => {
+    const ledger = ledgerWith(IN_DOUBT);
+    const received = sandbox.stats().operations.quote.received;
+    const first = await cli(['resolve', '--ledger', ledger, '--rows', '2-3', '--as', 'succeeded', '--note', 'seen in the partner portal, ticket OPS-7']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toBe('job 1: 2 row(s) resolved from in_doubt to succeeded (rows 2-3)\njob 1 has 2 unfinished row(s): the next `quote-batch run` of the same file and mapping goes on with them\n');
+    const second = await cli(['resolve', '--ledger', ledger, '--all-in-doubt', '--as', 'pending']);
+    expect(second.stdout).toMatch(/^job 1: 2 row\(s\) resolved from in_doubt to pending \(rows 4, 10\)\n/);
+
+    const db = new Database(ledger, { readonly: true });
+    expect(db.prepare('SELECT row_number, to_state, note FROM resolutions ORDER BY id').all()).toEqual([
+      { row_number: 2, to_state: 'succeeded', note: 'seen in the partner portal, ticket OPS-7' },
+      { row_number: 3, to_state: 'succeeded', note: 'seen in the partner portal, ticket OPS-7' },
+      { row_number: 4, to_state: 'pending', note: null },
+      { row_number: 10, to_state: 'pending', note: null },
+    ]);
+    db.close();
+
+    const resumed = await cli(runArgs(ledger));
+    expect(resumed.code, resumed.stderr).toBe(1);
+    expect(sandbox.stats().operations.quote.received - received).toBe(2);
+    const view = readLedger(ledger);
+    expect(view.jobs[0]?.status).toBe('completed');
+    expect(view.rows.filter((r) => [2, 3, 4, 10].includes(r.row_number)).map((r) => r.state)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+  });
+
+  it('completes the job when the last rows in doubt are settled as succeeded', async () => {
+    const ledger = ledgerWith(IN_DOUBT);
+    const result = await cli(['resolve', '--ledger', ledger, '--job', '1', '--all-in-doubt', '--as', 'succeeded', '--json-log']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/job 1 is completed: every row is final\n$/);
+    expect(JSON.parse(result.stderr)).toMatchObject({ level: 'info', event: 'resolve', job: 1, resolved: 4, job_status: 'completed' });
+    const again = await cli(runArgs(ledger));
+    expect(again.stdout).toMatch(/already completed|exit 1/);
+  });
+
+  it.each([
+    ['a row that is not in doubt', ['--rows', '1,2', '--as', 'succeeded'], /error: only rows in_doubt can be resolved; not in doubt in job 1: 1 \(succeeded\); nothing was changed/],
+    ['a row that does not exist', ['--rows', '9999', '--as', 'pending'], /not in doubt in job 1: 9999 \(no such row\)/],
+    ['neither --rows nor --all-in-doubt', ['--as', 'pending'], /error: give either --rows <list> or --all-in-doubt/],
+    ['both --rows and --all-in-doubt', ['--rows', '2', '--all-in-doubt', '--as', 'pending'], /error: give either --rows <list> or --all-in-doubt/],
+    ['a bad --as', ['--rows', '2', '--as', 'done'], /argument 'done' is invalid/],
+    ['a bad --rows', ['--rows', '3-1', '--as', 'pending'], /--rows expects row numbers and ranges such as 17,42,100-120/],
+    ['a job not in the ledger', ['--job', '7', '--all-in-doubt', '--as', 'pending'], /error: job 7 is not in ledger/],
+  ])('resolve refuses %s (exit 2) and changes nothing', async (_name, args, message) => {
+    const ledger = ledgerWith(IN_DOUBT);
+    const result = await cli(['resolve', '--ledger', ledger, ...args]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(message);
+    expect(readLedger(ledger).states.in_doubt).toBe(4);
+  });
+
+  it('resolve and prune refuse a missing ledger instead of creating one', async () => {
+    for (const args of [['resolve', '--all-in-doubt', '--as', 'pending'], ['prune', '--older-than', '30d']]) {
+      const result = await cli([...args, '--ledger', tmp.path('none.db')]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/error: ledger .*none\.db does not exist/);
+      expect(existsSync(tmp.path('none.db'))).toBe(false);
+    }
+  });
+
+  it('resolve exits 4 while another process holds the job', async () => {
+    const ledger = ledgerWith(IN_DOUBT);
+    const holder = Ledger.open(ledger);
+    holder.lockJob(1);
+    try {
+      const result = await cli(['resolve', '--ledger', ledger, '--all-in-doubt', '--as', 'succeeded']);
+      expect(result.code).toBe(4);
+      expect(result.stderr).toMatch(/error: job 1 is in use by another live quote-batch process; nothing was done/);
+    } finally {
+      holder.close();
+    }
+    expect(readLedger(ledger).states.in_doubt).toBe(4);
+  });
+
+  it('prunes completed jobs older than the duration, then vacuums the file smaller', async () => {
+    const old = `UPDATE jobs SET created_at = '2020-01-01T00:00:00.000Z', finished_at = '2020-01-01T01:00:00.000Z';
+      UPDATE runs SET started_at = '2020-01-01T00:00:00.000Z', finished_at = '2020-01-01T01:00:00.000Z', heartbeat_at = NULL;`;
+    const ledger = ledgerWith(old);
+    const dry = await cli(['prune', '--ledger', ledger, '--older-than', '30d', '--dry-run']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toMatch(/^would drop 1 completed jobs without activity since \S+ \(200 rows\): 1 \(completed, .*leads\.csv\)\n$/);
+    expect(readLedger(ledger).jobs).toHaveLength(1);
+
+    const before = statSync(ledger).size;
+    const pruned = await cli(['prune', '--ledger', ledger, '--older-than', '30d', '--vacuum']);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toMatch(/^dropped 1 completed jobs .*\nvacuum: ledger \S+ [KM]iB → \S+ KiB\n$/);
+    expect(readLedger(ledger).jobs).toEqual([]);
+    expect(statSync(ledger).size).toBeLessThan(before / 2);
+    expect(existsSync(`${ledger}.job-1.lock`)).toBe(false);
+  });
+
+  it('leaves recent and unfinished jobs unless told, and jobs in use always', async () => {
+    const ledger = ledgerWith(`${IN_DOUBT} UPDATE jobs SET created_at = '2020-01-01T00:00:00.000Z';
+      UPDATE runs SET started_at = '2020-01-01T00:00:00.000Z', finished_at = '2020-01-01T01:00:00.000Z', heartbeat_at = NULL;`);
+    expect((await cli(['prune', '--ledger', ledger, '--older-than', '30d'])).stdout).toMatch(/^no completed jobs without activity since/);
+    const holder = Ledger.open(ledger);
+    holder.lockJob(1);
+    try {
+      const busy = await cli(['prune', '--ledger', ledger, '--older-than', '30d', '--include-unfinished', '--json-log']);
+      expect(busy.code, busy.stderr).toBe(0);
+      const lines = busy.stderr.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines[0]).toMatchObject({ level: 'warn', event: 'prune_skipped', job: 1 });
+      expect(readLedger(ledger).jobs).toHaveLength(1);
+    } finally {
+      holder.close();
+    }
+    const dropped = await cli(['prune', '--ledger', ledger, '--older-than', '30d', '--include-unfinished']);
+    expect(dropped.stdout).toMatch(/^dropped 1 jobs/);
+    expect(readLedger(ledger).jobs).toEqual([]);
+  });
+});

@@ -1,0 +1,167 @@
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { isQuoteBatchError } from '../../src/errors.js';
+import { jobLockPath, Ledger, pruneJobs, resolveInDoubt, vacuumLedger } from '../../src/ledger/index.js';
+import type { RowState } from '../../src/ledger/index.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+
+const newJob = {
+  input_path: '/tmp/in.csv', input_sha256: 'a'.repeat(64), input_format: 'csv', mapping_path: 'm.yaml',
+  mapping_sha256: 'b'.repeat(64), environment: 'sandbox', operation: 'quote', base_url: null,
+} as const;
+
+/** A job of `states.length` rows (row n in states[n-1]) read to the end by one finished run. */
+function makeJob(ledger: Ledger, states: readonly RowState[], inputSha = 'a'): number {
+  const job = ledger.createJob({ ...newJob, input_sha256: inputSha.repeat(64) });
+  const { run } = ledger.startRun(job.id, '{}', 'test');
+  ledger.insertRows(job.id, states.map((state, i) => ({ rowNumber: i + 1, rowKey: `k${i + 1}`, agentEmail: null, state })));
+  ledger.recordAttempts(job.id, run.id, 1, [{ kind: 'quote', startedAt: new Date().toISOString(), durationMs: 5, httpStatus: null, errorCode: 'ETIMEDOUT', outcome: 'in_doubt' }], null);
+  ledger.setTotalRows(job.id, states.length);
+  ledger.setJobStatus(job.id, states.every((s) => ['succeeded', 'rejected', 'invalid'].includes(s)) ? 'completed' : 'interrupted');
+  ledger.finishRun(run.id, 'completed');
+  return job.id;
+}
+
+function errorOf(fn: () => unknown): { code: string; message: string } | undefined {
+  try {
+    fn();
+  } catch (error) {
+    if (isQuoteBatchError(error)) return { code: error.code, message: error.message };
+    throw error;
+  }
+  return undefined;
+}
+
+describe('resolve', () => {
+  const tmp = useTempDir();
+
+  it('settles rows in doubt, records each with its note, and completes the job when every row is final', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt', 'rejected']);
+    const result = resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: 'partner confirmed, ticket 42' });
+    expect(result).toEqual({ resolved: [2, 3], refused: [], jobStatus: 'completed', unfinished: 0 });
+    expect(ledger.countsByState(jobId)).toMatchObject({ succeeded: 3, in_doubt: 0, rejected: 1 });
+    const resolutions = ledger.db.prepare('SELECT row_number, from_state, to_state, note FROM resolutions ORDER BY row_number').all();
+    expect(resolutions).toEqual([
+      { row_number: 2, from_state: 'in_doubt', to_state: 'succeeded', note: 'partner confirmed, ticket 42' },
+      { row_number: 3, from_state: 'in_doubt', to_state: 'succeeded', note: 'partner confirmed, ticket 42' },
+    ]);
+    expect(ledger.getJob(jobId)?.finished_at).not.toBeNull();
+    ledger.close();
+  });
+
+  it('changes nothing when a row named is not in doubt, and says which', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'failed']);
+    const result = resolveInDoubt(ledger, { jobId, rows: [2, 1, 3, 9], to: 'pending', note: null });
+    expect(result.resolved).toEqual([]);
+    expect(result.refused).toEqual([{ row: 1, state: 'succeeded' }, { row: 3, state: 'failed' }, { row: 9, state: null }]);
+    expect(ledger.countsByState(jobId)).toMatchObject({ in_doubt: 1, failed: 1, succeeded: 1 });
+    expect(ledger.db.prepare('SELECT COUNT(*) FROM resolutions').pluck().get()).toBe(0);
+    ledger.close();
+  });
+
+  it('sends a row back to pending and leaves the job unfinished', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
+    expect(resolveInDoubt(ledger, { jobId, rows: [2], to: 'pending', note: 'not at the partner' })).toEqual({
+      resolved: [2], refused: [], jobStatus: 'interrupted', unfinished: 1,
+    });
+    expect(ledger.countsByState(jobId).pending).toBe(1);
+    ledger.close();
+  });
+
+  it('keeps the resume point unless it lies past a row sent back to pending', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt', 'succeeded']);
+    ledger.setResumePoint(jobId, { rowNumber: 2, offset: 40, line: 3 });
+    resolveInDoubt(ledger, { jobId, rows: [3], to: 'pending', note: null });
+    expect(ledger.getJob(jobId)?.resume_row).toBe(2);
+    ledger.setResumePoint(jobId, { rowNumber: 4, offset: 90, line: 5 }); // past row 2, which is in doubt
+    resolveInDoubt(ledger, { jobId, rows: [2], to: 'pending', note: null });
+    expect(ledger.getJob(jobId)).toMatchObject({ resume_row: null, resume_offset: null, resume_line: null });
+    ledger.close();
+  });
+
+  it('does not complete a job whose file was never read to the end', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
+    ledger.db.prepare('UPDATE jobs SET total_rows = NULL WHERE id = ?').run(jobId); // e.g. a --limit run
+    expect(resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: null }).jobStatus).toBe('interrupted');
+    ledger.close();
+  });
+
+  it('refuses while another process holds the job', () => {
+    const path = tmp.path('l.db');
+    const holder = Ledger.open(path);
+    const jobId = makeJob(holder, ['in_doubt']);
+    holder.lockJob(jobId);
+    const ledger = Ledger.open(path);
+    expect(errorOf(() => resolveInDoubt(ledger, { jobId, rows: [1], to: 'succeeded', note: null }))?.code).toBe('E_JOB_LOCKED');
+    expect(ledger.countsByState(jobId).in_doubt).toBe(1);
+    holder.close();
+    ledger.close();
+  });
+});
+
+describe('prune', () => {
+  const tmp = useTempDir();
+  const DAY = 86_400_000;
+  const later = (days: number): Date => new Date(Date.now() + days * DAY);
+
+  it('drops completed jobs older than the cut-off with everything of theirs, and their lock files', () => {
+    const path = tmp.path('l.db');
+    const ledger = Ledger.open(path);
+    const done = makeJob(ledger, ['succeeded', 'rejected'], 'a');
+    const open = makeJob(ledger, ['succeeded', 'in_doubt'], 'c');
+    resolveInDoubt(ledger, { jobId: open, rows: [2], to: 'pending', note: 'n' });
+    ledger.db.prepare(`INSERT INTO run_samples (run_id, elapsed_ms, at, in_flight, attempts, throttled, errors, rows_done)
+      SELECT id, 1000, started_at, 0, 1, 0, 0, 1 FROM runs`).run();
+    ledger.upsertAgent({ environment: 'sandbox', email: 'a@example.com', is_valid: 1, agent_id: 'A', message: null, checked_at: 'x', job_id: done });
+
+    expect(pruneJobs(ledger, { olderThanMs: 30 * DAY, includeUnfinished: false, dryRun: false, now: later(29) }).dropped).toEqual([]);
+    const dry = pruneJobs(ledger, { olderThanMs: 30 * DAY, includeUnfinished: false, dryRun: true, now: later(31) });
+    expect(dry.dropped.map((j) => j.id)).toEqual([done]);
+    expect(ledger.getJob(done)).toBeDefined();
+
+    const result = pruneJobs(ledger, { olderThanMs: 30 * DAY, includeUnfinished: false, dryRun: false, now: later(31) });
+    expect(result.dropped.map((j) => [j.id, j.status, j.rows])).toEqual([[done, 'completed', 2]]);
+    expect(ledger.getJob(done)).toBeUndefined();
+    expect(ledger.getJob(open)).toBeDefined();
+    for (const table of ['rows', 'attempts', 'runs', 'resolutions']) {
+      expect(ledger.db.prepare(`SELECT COUNT(*) FROM ${table} WHERE job_id = ?`).pluck().get(done), table).toBe(0);
+      expect(ledger.db.prepare(`SELECT COUNT(*) FROM ${table} WHERE job_id = ?`).pluck().get(open), table).toBeGreaterThan(0);
+    }
+    expect(ledger.db.prepare('SELECT COUNT(*) FROM run_samples').pluck().get()).toBe(1);
+    expect(ledger.db.prepare('SELECT job_id FROM agents').pluck().get()).toBeNull();
+    expect(existsSync(jobLockPath(path, done))).toBe(false);
+    expect(existsSync(jobLockPath(path, open))).toBe(true);
+    expect(ledger.db.pragma('foreign_key_check')).toEqual([]);
+
+    const all = pruneJobs(ledger, { olderThanMs: 30 * DAY, includeUnfinished: true, dryRun: false, now: later(31) });
+    expect(all.dropped.map((j) => j.id)).toEqual([open]);
+    ledger.close();
+  });
+
+  it('leaves a job another process holds, and vacuums only when no job is held elsewhere', () => {
+    const path = tmp.path('l.db');
+    const ledger = Ledger.open(path);
+    const a = makeJob(ledger, ['succeeded'], 'a');
+    const b = makeJob(ledger, ['in_doubt'], 'c');
+    const other = Ledger.open(path);
+    other.lockJob(a);
+    other.lockJob(b);
+    const result = pruneJobs(ledger, { olderThanMs: 1, includeUnfinished: false, dryRun: false, now: later(1) });
+    expect(result.dropped).toEqual([]);
+    expect(result.inUse.map((j) => j.id)).toEqual([a]);
+    expect(vacuumLedger(ledger).skippedForJobs).toEqual([b]);
+    other.close();
+
+    ledger.db.prepare('UPDATE rows SET response_json = ?').run('x'.repeat(1 << 20));
+    ledger.db.prepare('UPDATE rows SET response_json = NULL').run();
+    const vacuum = vacuumLedger(ledger);
+    expect(vacuum.skippedForJobs).toEqual([]);
+    expect(vacuum.bytesAfter).toBeLessThan(vacuum.bytesBefore);
+    ledger.close();
+  });
+});
