@@ -140,6 +140,7 @@ function bindOutput(controller: AbortController): { io: Io; closed: () => boolea
     },
     stderrIsTTY: process.stderr.isTTY === true,
     stdoutIsTTY: process.stdout.isTTY === true,
+    stdoutColumns: process.stdout.isTTY === true ? process.stdout.columns : undefined,
     stderrTTYStream: process.stderr.isTTY === true ? process.stderr : undefined,
     env: process.env,
     cwd: process.cwd(),

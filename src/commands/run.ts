@@ -9,6 +9,7 @@ import { createProgressReporter } from '../pipeline/progress.js';
 import { checkInputHeader, runJob } from '../pipeline/run-job.js';
 import { formatSummary, nextStep } from '../pipeline/summary.js';
 import { formatDuration } from '../duration.js';
+import { outputColumns } from '../io.js';
 import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
 import { FixedLimiter } from '../partner/concurrency.js';
 import { openPartner } from './_connect.js';
@@ -170,7 +171,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       // The summary's level says whether the job is done: info when completed, warn when not.
       if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result)}`, fields);
       else if (flags.jsonLog === true) logger.info(`run finished: ${nextStep(result)}`, fields);
-      io.out(formatSummary(result, ledger));
+      io.out(formatSummary(result, ledger, outputColumns(io)));
       return result.exitCode;
     } finally {
       if (runtime !== undefined) clearTimeout(runtime);
