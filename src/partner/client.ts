@@ -267,6 +267,11 @@ class GotPartnerClient implements PartnerClient {
       };
     };
     const notSent = (why: string): string => (lastDetail === undefined ? `not sent: ${why}` : `${lastDetail}; not retried: ${why}`);
+    // Attempts that count toward --max-attempts. A failure while a breaker is open (of this operation
+    // or the other: the partner is known to be down) is the partner's outage, not this request's, and
+    // does not use the row's attempts up: the call keeps retrying, and waits behind its own breaker
+    // once that opens too; --max-outage bounds the wait. Otherwise a request uses its attempts up.
+    let counted = 0;
 
     for (let attempt = 1; ; attempt += 1) {
       const admitted = await this.#admit(breaker, options.signal);
@@ -329,7 +334,9 @@ class GotPartnerClient implements PartnerClient {
         this.#haltWith(reason);
         return finish('retryable', cls.errorCode, `${detail}; Retry-After ${formatDuration(retryAfterMs)}`, { halt: reason });
       }
-      if (attempt >= this.#options.maxAttempts) return finish('retryable', cls.errorCode, detail);
+      const outage = cls.breaker === 'failure' && Object.values(this.#breakers).some((b) => b.state !== 'closed');
+      if (!outage) counted += 1;
+      if (counted >= this.#options.maxAttempts) return finish('retryable', cls.errorCode, detail);
       const delay = calculateRetryDelay({
         attempt,
         retryAfterMs,

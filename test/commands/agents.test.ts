@@ -71,7 +71,7 @@ describe('quote-batch agents', () => {
     writeFileSync(temp.path('key.txt'), 'canary-key-wrong-3b1e\n');
     const result = await agents(['valid.agent@example.test', '--env', 'sandbox', '--base-url', sandbox.url, '--api-key-file', temp.path('key.txt')], {});
     expect(result.code).toBe(3);
-    expect(result.stderr).toMatch(/403 Forbidden: the API key is not valid for the sandbox environment/);
+    expect(result.stderr).toMatch(/the partner refused the API key \(403\): it is not valid for the sandbox environment/);
     expect(`${result.stdout}${result.stderr}`).not.toContain('canary-key-wrong-3b1e');
     expect(sandbox.stats().operations.validate.received).toBe(1);
   });

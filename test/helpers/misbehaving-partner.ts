@@ -38,6 +38,8 @@ export interface RequestInfo {
   n: number;
   body: string;
   headers: IncomingHttpHeaders;
+  /** For quote and lead: the lead's key (`tracking.click_id`, else `channel.channel_lead_id`). */
+  leadKey: string | undefined;
 }
 
 export type Script = (request: RequestInfo) => Behaviour;
@@ -111,12 +113,10 @@ export async function startMisbehavingPartner(upstreamUrl: string, script: Scrip
           parsed = body;
         }
         requests.push({ operation, body: parsed, headers: req.headers });
-        const behaviour = current({ operation, n: received[operation], body, headers: req.headers });
+        const leadKey = operation === 'validate' ? undefined : leadKeyOf(parsed);
+        const behaviour = current({ operation, n: received[operation], body, headers: req.headers, leadKey });
         const forwards = behaviour.kind === 'forward' || behaviour.kind.startsWith('forward-then');
-        if (forwards && operation !== 'validate') {
-          const key = leadKeyOf(parsed);
-          if (key !== undefined) leadKeys.set(key, (leadKeys.get(key) ?? 0) + 1);
-        }
+        if (forwards && leadKey !== undefined) leadKeys.set(leadKey, (leadKeys.get(leadKey) ?? 0) + 1);
         switch (behaviour.kind) {
           case 'answer':
             send(res, behaviour.status, behaviour.body ?? '', behaviour.headers);
