@@ -11,6 +11,7 @@ import { compilePlan, type PlanFacts } from './_compiler.js';
 import type { MappingPlan } from './_plan.js';
 import { MappingProblems, type YamlPath } from './_problems.js';
 import { mapRecord, setPath } from './_run.js';
+import { formatSegments } from './_request-paths.js';
 import { MappingFile } from './_schema.js';
 import { findClosest, shortName } from './_text.js';
 import type { CompiledMapping } from './types.js';
@@ -130,6 +131,7 @@ function createMapper(plan: MappingPlan, facts: PlanFacts, spec: MappingFile, fi
     sourceColumns,
     sourcePaths,
     targetPaths: [...facts.targetPatterns],
+    agentIdPath: formatSegments(plan.agentIdPath),
     checkColumns(header) {
       const have = new Set(header);
       const missing = sourceColumns.filter((column) => !have.has(column));

@@ -18,6 +18,8 @@ export interface CompiledMapping {
   readonly sourcePaths: readonly { path: string; whole: boolean }[];
   /** Request paths the mapping fills, indexes written `[]` (`application.drivers[].dob`). */
   readonly targetPaths: readonly string[];
+  /** Where the run puts the agent id returned by validation (`channel.agent_id` by default). */
+  readonly agentIdPath: string;
   /**
    * Throws E_MAPPING naming missing columns (with a did-you-mean hint), or when the mapping reads
    * nested NDJSON paths: call it once with the CSV header before any row.
