@@ -8,12 +8,14 @@ import { registerExport } from './export.js';
 import { registerJobs } from './jobs.js';
 import { registerAgents } from './agents.js';
 import { registerSandbox } from './sandbox.js';
+import { registerInit } from './init.js';
 
 /** Declares every command on `program`, in the order `--help` lists them. */
 export function registerCommands(program: Command, ctx: CommandContext): void {
   for (const register of [
     registerRun, registerPreview, registerCheck, registerReport,
     registerExport, registerJobs, registerAgents, registerSandbox,
+    registerInit,
   ]) {
     register(program, ctx);
   }

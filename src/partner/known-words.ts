@@ -3,7 +3,8 @@
  * partner publishes no allowed-value lists (public-reference.md: "keep them open: a known set that
  * warns, not one that rejects"): a word outside its list is sent, with a warning. Each word lists
  * the codes exports commonly use for it, which `quote-batch init` reads to propose value tables.
- * docs/mapping.md shows this table (a test keeps the two equal: `npm run docs:words` rewrites it).
+ * docs/mapping.md shows this table (test/mapping/known-words-docs.test.ts keeps the two equal and,
+ * with UPDATE_DOCS=1, rewrites it).
  */
 
 export interface KnownWord {
@@ -18,7 +19,7 @@ const w = (word: string, ...codes: string[]): KnownWord => ({ word, codes });
 /** Known words per request path (`[]` stands for any element of a list). */
 export const KNOWN_WORDS: Readonly<Record<string, readonly KnownWord[]>> = {
   'channel.integration_type': [w('direct'), w('leadcloud'), w('beacon')],
-  'application.drivers[].gender': [w('male', 'M', 'man'), w('female', 'F', 'woman'), w('non_binary', 'NB', 'nonbinary', 'non-binary'), w('unknown', 'U')],
+  'application.drivers[].gender': [w('male', 'M', 'man'), w('female', 'F', 'woman'), w('non_binary', 'NB', 'nonbinary'), w('unknown', 'U')],
   'application.drivers[].marital_status': [
     w('single', 'S', 'never married'), w('married', 'M'), w('divorced', 'D'), w('widowed', 'W', 'widow', 'widower'),
     w('separated', 'SEP'), w('domestic_partner', 'P', 'DP', 'partner', 'domestic partner'),
@@ -30,7 +31,7 @@ export const KNOWN_WORDS: Readonly<Record<string, readonly KnownWord[]>> = {
   'application.drivers[].education': [
     w('no_diploma', 'ND', 'none', 'NHS', 'less than high school'), w('high_school', 'HS', 'GED', 'high school'),
     w('some_college', 'SC', 'some college'), w('associate', 'AA', 'AS', 'associates'), w('bachelor', 'BA', 'BS', 'bachelors'),
-    w('master', 'MA', 'MS', 'MBA', 'masters'), w('doctorate', 'DR', 'doctoral', 'JD', 'MD'), w('phd', 'PHD', 'Ph.D.'), w('other', 'O', 'OTH'),
+    w('master', 'MA', 'MS', 'MBA', 'masters'), w('doctorate', 'DR', 'doctoral', 'JD', 'MD'), w('phd'), w('other', 'O', 'OTH'),
   ],
   'application.drivers[].residence.type': [
     w('own_home', 'OWN', 'H', 'home', 'house', 'homeowner', 'own home'), w('own_condo', 'CONDO', 'CO', 'own condo'),
