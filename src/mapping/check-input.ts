@@ -1,7 +1,7 @@
 /**
  * The offline check of a whole input file: read, map and validate every row, send nothing.
- * Used by `quote-batch check`. Memory stays flat: counts, groups, the first invalid rows and a
- * fingerprint per row key (to find repeated keys) are kept, not the rows.
+ * Used by `quote-batch check`. The rows are not kept: counts, groups and the first invalid rows
+ * are, and a 12-byte fingerprint per valid row's key, to find repeated keys (see _row-keys.ts).
  */
 import { ErrorGroups, type ErrorGroup, type ErrorKindInput } from '../error-groups.js';
 import { openInput } from '../input/index.js';
@@ -85,6 +85,9 @@ function unreadableRowKind(message: string): ErrorKindInput {
   return { state: 'invalid', errorCode: 'unreadable_row', message };
 }
 
+/** Rows read before the file's row count is estimated (the reader reads ahead in 64 KiB chunks). */
+const RESERVE_AFTER_ROWS = 4096;
+
 /** Checks every row of `inputPath`; throws E_INPUT/E_MAPPING before the first row when the file or header is unusable. */
 export async function checkInput(inputPath: string, mapping: CompiledMapping, options: CheckOptions = {}): Promise<CheckSummary> {
   const keep = options.keepInvalidRows ?? 20;
@@ -108,6 +111,10 @@ export async function checkInput(inputPath: string, mapping: CompiledMapping, op
         break;
       }
       summary.rows += 1;
+      // Size the key table once, from the share of the file these rows took (see RowKeySet).
+      if (summary.rows === RESERVE_AFTER_ROWS && reader.bytesRead > 0) {
+        keys.reserve(Math.ceil((RESERVE_AFTER_ROWS * reader.totalBytes * 1.05) / reader.bytesRead));
+      }
       if (item.kind === 'error') {
         summary.invalid += 1;
         summary.unreadable += 1;

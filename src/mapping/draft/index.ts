@@ -27,7 +27,7 @@ export interface DraftInput {
 export interface Placement {
   /** The column or path as the mapping writes it (`D{n}_DOB`, `drivers[].dob`). */
   source: string;
-  /** The request path, `[]` for any element (`application.drivers[].dob`), or `agent.email`. */
+  /** The request path: `[]` in a group (`application.drivers[].dob`), `[0]` for a lead-level column put in the first element, or `agent.email`. */
   target: string;
   confidence: number;
 }
@@ -62,7 +62,8 @@ export function draftMapping(input: DraftInput): DraftResult {
 class Drafter {
   readonly placed: Placement[] = [];
   readonly unplaced: string[] = [];
-  readonly notes: string[] = [];
+  /** Columns of a numbered group missing for some of its numbers (in `unplaced` too). */
+  readonly partial: string[] = [];
 
   constructor(readonly input: DraftInput) {}
 
@@ -102,7 +103,6 @@ class Drafter {
     const entities: Entity[] = ['lead', 'driver'];
     if (vehicle === undefined) entities.push('vehicle', 'vehicle_coverage');
     const lead = assign(scope.fields, entities, (target) => !takenByGroups.has(`${target.entity}:${target.path}`));
-    this.unplaced.push(...scope.partial);
     for (const { field, target, confidence, how } of lead.assigned) {
       const source = sourceText(field);
       if (target.path === 'agent.email') {
@@ -123,10 +123,10 @@ class Drafter {
     }
     draft.rowKey = this.chooseRowKey(draft, scope.fields);
     draft.comments = this.headerComments();
-    if (this.unplaced.length > 0) {
-      draft.footer.push(`Not placed (no request field matched their name): ${this.unplaced.join(', ')}`);
-      draft.footer.push('Map them by hand, or leave them out; `check --coverage` lists the columns a mapping never reads.');
-    }
+    const unmatched = this.unplaced.filter((source) => !this.partial.includes(source));
+    if (unmatched.length > 0) draft.footer.push(`Not placed (no request field matched their name): ${unmatched.join(', ')}`);
+    if (this.partial.length > 0) draft.footer.push(`Not placed (not there for every number of their group): ${this.partial.join(', ')}`);
+    if (this.unplaced.length > 0) draft.footer.push('Map them by hand, or leave them out; `check --coverage` lists the columns a mapping never reads.');
     return { yaml: renderDraft(draft), placed: this.placed, unplaced: this.unplaced };
   }
 
@@ -150,11 +150,11 @@ class Drafter {
       return undefined;
     }
     this.unplaced.push(...left.map((f) => sourceText(f)), ...group.scope.partial);
+    this.partial.push(...group.scope.partial);
     const listPath = ENTITY_LISTS[entity];
-    const keyField = chooseKey(assigned, entity);
-    const keyOf = (f: SourceField): string => refText(f);
+    const key = refText(chooseKey(assigned, entity).field);
     const base = (target: string): DraftGroup => {
-      const g: DraftGroup = { target, key: keyOf(keyField.field), fields: [], groups: [] };
+      const g: DraftGroup = { target, key, fields: [], groups: [] };
       if (group.kind === 'numbered') g.numbered = { index: LETTERS[depth] ?? `i${depth}`, start: group.start, count: group.end - group.start + 1 };
       else g.each = group.stem;
       return g;
@@ -170,7 +170,7 @@ class Drafter {
       this.placed.push({ source: sourceText(field), target: pattern, confidence });
     }
     if (entity === 'driver') {
-      const incidents = group.scope.groups.find((g) => g.kind === 'each' ? stemEntity(g.stem) !== 'vehicle' : true);
+      const incidents = group.scope.groups.find((g) => stemEntity(g.stem) !== 'vehicle');
       for (const nested of group.scope.groups) {
         if (nested !== incidents) {
           this.unplaced.push(...listGroupSources(nested));
@@ -249,7 +249,8 @@ class Drafter {
     }
     const source = sourceText(best.field);
     draft.agent = { spec: refText(best.field), note: 'check: its values are e-mail addresses that repeat, as agents do' };
-    this.unplaced.splice(this.unplaced.indexOf(source), 1);
+    const at = this.unplaced.indexOf(source);
+    if (at >= 0) this.unplaced.splice(at, 1);
     this.placed.push({ source, target: 'agent.email', confidence: 0.6 });
   }
 
