@@ -1,7 +1,7 @@
 /** `quote-batch check <input> --mapping <file>`: read, map and validate every row offline. */
 import { resolve } from 'node:path';
 import { describeErrorKind, type ErrorGroup } from '../error-groups.js';
-import { checkInput, loadMapping, type CheckSummary, type CoverageReport } from '../mapping/index.js';
+import { checkInput, loadMapping, shortName, type CheckSummary, type CoverageReport } from '../mapping/index.js';
 import type { RegisterCommand } from './context.js';
 
 interface CheckFlags {
@@ -80,7 +80,7 @@ function formatCoverage(c: CoverageReport, format: string): string[] {
   const noun = format === 'ndjson' ? 'fields' : 'columns';
   const lines = [`${noun} the mapping never reads (${c.unread.length}):`];
   if (c.unread.length === 0) lines.push('  none');
-  for (const u of c.unread) lines.push(`  ${u.source}  (${u.rowsWithValue === 0 ? 'empty in every row' : `a value in ${u.rowsWithValue} rows`})`);
+  for (const u of c.unread) lines.push(`  ${shortName(u.source)}  (${u.rowsWithValue === 0 ? 'empty in every row' : `a value in ${u.rowsWithValue} rows`})`);
   const mappedEmpty = c.unfilled.filter((u) => u.mapped);
   const notMapped = c.unfilled.filter((u) => !u.mapped);
   lines.push('', `request fields no row filled (${c.unfilled.length}):`);

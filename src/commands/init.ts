@@ -2,7 +2,7 @@
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { QuoteBatchError } from '../errors.js';
-import { compileMapping, type CompiledMapping } from '../mapping/index.js';
+import { compileMapping, shortName, type CompiledMapping } from '../mapping/index.js';
 import { draftMapping } from '../mapping/draft/index.js';
 import { readSample } from '../mapping/draft/sample.js';
 import { parseNumberIn, type RegisterCommand } from './context.js';
@@ -41,9 +41,9 @@ export const registerInit: RegisterCommand = (program, ctx) => {
         const placed = sample.columns === null ? `${draft.placed.length} of ${draft.placed.length + draft.unplaced.length} fields`
           : `${mapping.sourceColumns.length} of ${sample.columns.length} columns`;
         ctx.io.out([
-          `wrote ${flags.out}: ${placed} placed, from ${sample.records.length} rows`
+          `wrote ${flags.out}: ${placed} placed, from ${sample.records.length} row${sample.records.length === 1 ? '' : 's'}`
             + `${sample.unreadable > 0 ? ` (${sample.unreadable} unreadable rows skipped)` : ''}`,
-          draft.unplaced.length > 0 ? `not placed: ${draft.unplaced.join(', ')}` : 'every column placed',
+          draft.unplaced.length > 0 ? `not placed: ${draft.unplaced.map(shortName).join(', ')}` : 'every column placed',
           `next: review the lines marked "check:" and "decide:", then run`,
           `  quote-batch check ${input} --mapping ${flags.out} --coverage`,
           '',

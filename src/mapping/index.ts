@@ -6,6 +6,7 @@
 //   commands' help   check-input.ts (`check`), draft/ (`init`), format.ts (one line per row issue)
 export { loadMapping, compileMapping, type CompileOptions } from './compile.js';
 export { formatRowIssue } from './format.js';
+export { shortName } from './_text.js';
 export type { CompiledMapping, MappedRow, RowIssue } from './types.js';
 export { resolveInputOptions } from './input-options.js';
 export { checkInput, type CheckSummary, type CheckOptions, type InvalidRow, type RepeatedKey } from './check-input.js';

@@ -58,6 +58,17 @@ describe('quote-batch init', () => {
     expect(readFileSync(out, 'utf8')).toMatch(/^# Draft mapping for /);
   });
 
+  it('a 10 MB column name: the draft comes quickly and names it cut', async () => {
+    const file = tmp.path('huge.csv');
+    writeFileSync(file, `click_id,${'x'.repeat(10 * 1024 * 1024)},D1_FName,D1_DOB\nc-1,v,Ann,02/03/1980\n`);
+    const started = performance.now();
+    const init = await runCli(['init', file, '--out', tmp.path('huge.yaml')]);
+    expect(init.code).toBe(0);
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(init.stdout).toMatch(/^wrote .*huge\.yaml: 3 of 4 columns placed, from 1 row\nnot placed: x{60}… \(10485760 characters\)\n/);
+    expect(readFileSync(tmp.path('huge.yaml'), 'utf8').length).toBeLessThan(5_000);
+  });
+
   it('reads only the rows it needs, and refuses what it cannot read', async () => {
     const few = await runCli(['init', 'samples/leads.csv', '--rows', '5']);
     expect(few.stdout).toMatch(/from its header and 5 rows\./);

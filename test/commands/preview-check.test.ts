@@ -134,6 +134,14 @@ fields:
     expect(missing.stderr).toMatch(/the input has no column "clik_id" \(did you mean "click_id"\?\)/);
     expect(missing.stdout).toBe('');
 
+    const bomb = join(dir, 'alias-bomb.yaml');
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]', ...'bcdefgh'.split('').map((name, i) => `${name}: &${name} [${Array(9).fill(`*${'abcdefgh'[i]}`).join(', ')}]`)];
+    writeFileSync(bomb, `version: 1\nfields: {}\n${levels.join('\n')}\n`);
+    const bombed = await cli('check', 'samples/leads.csv', '--mapping', bomb);
+    expect(bombed.code).toBe(2);
+    expect(bombed.stderr).toMatch(/^error: invalid mapping: .*alias-bomb\.yaml:4:\d+: YAML: too many alias references/);
+    expect(bombed.stderr).not.toMatch(/internal error| {4}at /);
+
     const nested = await cli('check', 'samples/leads.csv', '--mapping', 'mappings/example-ndjson.yaml');
     expect(nested.code).toBe(2);
 

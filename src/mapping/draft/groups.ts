@@ -4,7 +4,7 @@
  */
 
 /** Marks a group's number in a column template: `mark(0)` is the outer group's, `mark(1)` the nested one's. */
-export function mark(level: number): string {
+function mark(level: number): string {
   // Private-use characters: no column name holds them.
   return `\uE000${level}\uE001`;
 }

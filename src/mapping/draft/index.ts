@@ -9,6 +9,7 @@ import { ENTITY_LISTS, matchName, type Entity, type Semantic, type Target } from
 import { renderDraft, type DraftField, type DraftGroup, type DraftMapping } from './render.js';
 import { csvScope, ndjsonScope, type SourceField, type SourceGroup, type SourceScope } from './sources.js';
 import { replaceMarks, stemEntity } from './groups.js';
+import { shortName } from '../_text.js';
 import { guessShape, type ValueShape } from './values.js';
 
 export interface DraftInput {
@@ -124,8 +125,8 @@ class Drafter {
     draft.rowKey = this.chooseRowKey(draft, scope.fields);
     draft.comments = this.headerComments();
     const unmatched = this.unplaced.filter((source) => !this.partial.includes(source));
-    if (unmatched.length > 0) draft.footer.push(`Not placed (no request field matched their name): ${unmatched.join(', ')}`);
-    if (this.partial.length > 0) draft.footer.push(`Not placed (not there for every number of their group): ${this.partial.join(', ')}`);
+    if (unmatched.length > 0) draft.footer.push(`Not placed (no request field matched their name): ${unmatched.map(shortName).join(', ')}`);
+    if (this.partial.length > 0) draft.footer.push(`Not placed (not there for every number of their group): ${this.partial.map(shortName).join(', ')}`);
     if (this.unplaced.length > 0) draft.footer.push('Map them by hand, or leave them out; `check --coverage` lists the columns a mapping never reads.');
     return { yaml: renderDraft(draft), placed: this.placed, unplaced: this.unplaced };
   }
@@ -195,7 +196,9 @@ class Drafter {
     const plain = (): string | Record<string, unknown> => ('column' in source && Object.keys(source).length === 1 ? ref : source);
     switch (target.semantic) {
       case 'date': {
-        const format = shape.type === 'date' ? shape.format : shape.type === 'timestamp' && shape.format !== 'epoch' && shape.format !== 'epoch_ms' ? shape.format : undefined;
+        // A date written with a time of day reads with the timestamp's format (not iso or epoch, which are timestamp-only).
+        const format = shape.type === 'date' ? shape.format
+          : shape.type === 'timestamp' && !['iso', 'epoch', 'epoch_ms'].includes(shape.format) ? shape.format : undefined;
         const note = format === undefined ? 'check: no date in the sample to read a format from' : shape.type === 'date' && shape.ambiguous ? 'check: month or day first? the sample fits both' : undefined;
         return { spec: { ...source, type: 'date', format: format ?? 'MM/DD/YYYY' }, note };
       }
@@ -256,7 +259,7 @@ class Drafter {
 
   chooseRowKey(draft: DraftMapping, fields: readonly SourceField[]): DraftMapping['rowKey'] {
     const from = (path: string): DraftField | undefined => draft.fields.find((f) => f.target === path);
-    for (const path of ['tracking.click_id', 'tracking.channel_lead_id', 'channel.channel_lead_id']) {
+    for (const path of ['tracking.click_id', 'tracking.channel_lead_id']) {
       const field = from(path);
       if (field === undefined) continue;
       const column = typeof field.spec === 'string' ? field.spec : String(field.spec.column ?? field.spec.path ?? '');

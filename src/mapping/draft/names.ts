@@ -143,7 +143,7 @@ export function wordsOf(name: string): string[] {
 }
 
 /** A name compared without case or separators: `Birth_Date`, `birthDate` → `birthdate`. */
-export function squash(name: string): string {
+function squash(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]+/g, '');
 }
 

@@ -19,13 +19,13 @@ type ShapeKind =
   | { type: 'text' };
 
 /** Date formats tried, the strictest first (so `MM/DD/YYYY` wins over `M/D/YYYY` when both read everything). */
-export const DATE_FORMATS = [
+const DATE_FORMATS = [
   'YYYY-MM-DD', 'MM/DD/YYYY', 'DD/MM/YYYY', 'M/D/YYYY', 'D/M/YYYY', 'MM-DD-YYYY', 'DD-MM-YYYY', 'DD.MM.YYYY', 'D.M.YYYY',
   'YYYY/MM/DD', 'YYYYMMDD', 'MM/DD/YY', 'M/D/YY', 'DD/MM/YY',
 ] as const;
 
 /** Timestamp formats tried, in order. */
-export const TIMESTAMP_FORMATS = [
+const TIMESTAMP_FORMATS = [
   'YYYY-MM-DD HH:mm:ss', 'YYYY-MM-DD HH:mm', 'YYYY-MM-DD HH:mm:ss.SSS', 'iso',
   'MM/DD/YYYY HH:mm:ss', 'MM/DD/YYYY HH:mm', 'M/D/YYYY H:mm:ss', 'M/D/YYYY H:mm',
   'MM/DD/YYYY hh:mm:ss A', 'MM/DD/YYYY hh:mm A', 'M/D/YYYY h:mm:ss A', 'M/D/YYYY h:mm A',
@@ -100,7 +100,7 @@ function reads(convert: Converter, texts: readonly string[]): number | undefined
  * The first date format that reads (nearly) every value, the one with fewest misfits; `ambiguous`
  * when a format with the day and month the other way round reads as many.
  */
-export function guessDateFormat(texts: readonly string[]): { format: string; ambiguous: boolean; outliers: number } | undefined {
+function guessDateFormat(texts: readonly string[]): { format: string; ambiguous: boolean; outliers: number } | undefined {
   if (misfits(texts, (t) => /^[\d/.-]{6,10}$/.test(t)) === undefined) return undefined;
   const fits = DATE_FORMATS.map((format) => ({ format, outliers: reads(buildDate(format), texts) }))
     .filter((f): f is { format: (typeof DATE_FORMATS)[number]; outliers: number } => f.outliers !== undefined);
@@ -113,7 +113,7 @@ export function guessDateFormat(texts: readonly string[]): { format: string; amb
 }
 
 /** The first timestamp format that reads (nearly) every value, which must hold a time of day or be epoch seconds / ms. */
-export function guessTimestampFormat(texts: readonly string[]): { format: string; outliers: number } | undefined {
+function guessTimestampFormat(texts: readonly string[]): { format: string; outliers: number } | undefined {
   for (const [format, pattern] of [['epoch', /^\d{10}$/], ['epoch_ms', /^\d{13}$/]] as const) {
     const outliers = misfits(texts, (t) => pattern.test(t));
     if (outliers !== undefined) return { format, outliers };
