@@ -10,12 +10,13 @@ import { registerAgents } from './agents.js';
 import { registerSandbox } from './sandbox.js';
 import { registerResolve } from './resolve.js';
 import { registerPrune } from './prune.js';
+import { registerInit } from './init.js';
 
 /** Declares every command on `program`, in the order `--help` lists them. */
 export function registerCommands(program: Command, ctx: CommandContext): void {
   for (const register of [
     registerRun, registerPreview, registerCheck, registerReport,
-    registerExport, registerJobs, registerAgents, registerSandbox, registerResolve, registerPrune,
+    registerInit, registerExport, registerJobs, registerAgents, registerSandbox, registerResolve, registerPrune,
   ]) {
     register(program, ctx);
   }

@@ -46,7 +46,11 @@ export const registerPreview: RegisterCommand = (program, ctx) => {
       }
       if (flags.row === 0) throw new QuoteBatchError('E_USAGE', '--row counts from 1 (the first data row)');
       const mapping = await loadMapping(resolve(ctx.io.cwd, flags.mapping));
-      const rows = await previewRows(resolve(ctx.io.cwd, input), mapping, flags);
+      const rows = await previewRows(resolve(ctx.io.cwd, input), mapping, flags, ctx.stop);
+      if (ctx.stop.aborted) {
+        ctx.setExitCode(3);
+        return;
+      }
       if (flags.row !== undefined && rows.length === 0) {
         throw new QuoteBatchError('E_USAGE', `${input} has no row ${flags.row}`, { hint: 'rows are numbered from 1, header excluded' });
       }
@@ -55,7 +59,7 @@ export const registerPreview: RegisterCommand = (program, ctx) => {
     });
 };
 
-async function previewRows(inputPath: string, mapping: CompiledMapping, flags: PreviewFlags): Promise<PreviewRow[]> {
+async function previewRows(inputPath: string, mapping: CompiledMapping, flags: PreviewFlags, stop: AbortSignal): Promise<PreviewRow[]> {
   const reader = await openInput(inputPath, resolveInputOptions(inputPath, mapping));
   const wanted = flags.row === undefined ? (flags.rows ?? DEFAULT_ROWS) : 1;
   const rows: PreviewRow[] = [];
@@ -63,6 +67,8 @@ async function previewRows(inputPath: string, mapping: CompiledMapping, flags: P
     if (reader.columns !== null) mapping.checkColumns(reader.columns);
     if (wanted === 0) return rows;
     for await (const item of reader) {
+      // `--row 900000` skips many rows: Ctrl-C / SIGTERM must not wait for them.
+      if (stop.aborted) break;
       if (flags.row !== undefined && item.rowNumber < flags.row) continue;
       if (flags.row !== undefined && item.rowNumber > flags.row) break;
       if (item.kind === 'error') {

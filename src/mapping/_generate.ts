@@ -47,7 +47,7 @@ export interface ReferenceHooks<Row> {
   omit: symbol;
   fail: symbol;
   /** The reference produce of field `i` (sets the row's current path first when it may warn). */
-  produce(i: number, raw: unknown, row: Row, base: string, srcPrefix: string): unknown;
+  produce(i: number, raw: unknown, row: Row, base: string, srcPrefix: string, record: Rec, item: unknown): unknown;
   /** Records the failure of field `i` (reason in `failure`). */
   reportFailure(i: number, raw: unknown, row: Row, base: string, srcPrefix: string): void;
   /** Finds or creates the parent object of field `i` in `out`. */
@@ -68,16 +68,17 @@ export function generateFieldRunner<Row extends { warnings: unknown[] }>(
   const slots = new Set<number>();
   fields.forEach((field, i) => {
     const call = `${i}, raw, row, base, srcPrefix`;
+    const produce = `H.produce(${call}, record, item)`;
     lines.push(`// field ${i}`);
     lines.push(field.column === undefined ? `raw = R${i}(record, item);` : `raw = record[${JSON.stringify(field.column)}];`);
     if (field.known !== undefined) lines.push('wb = row.warnings.length;');
     const fast = field.fast;
     if (fast === undefined) {
-      lines.push(`v = H.produce(${call});`);
+      lines.push(`v = ${produce};`);
     } else {
       lines.push(`if (typeof raw === 'string') {`);
       lines.push(fast.trim ? 't = raw.trim();' : 't = raw;');
-      const empty = fast.empty === 'omit' ? 'OMIT' : fast.empty === 'default' ? `D${i}` : `H.produce(${call})`;
+      const empty = fast.empty === 'omit' ? 'OMIT' : fast.empty === 'default' ? `D${i}` : produce;
       lines.push(`if (t === '') v = ${empty};`, 'else {');
       if (fast.upper) lines.push('t = t.toUpperCase();');
       else if (fast.lower) lines.push('t = t.toLowerCase();');
@@ -85,13 +86,13 @@ export function generateFieldRunner<Row extends { warnings: unknown[] }>(
       if (fast.table !== undefined) {
         // A miss may warn or fail: the reference code handles it from the start.
         lines.push(`m = T${i}.get(t.toLowerCase());`);
-        lines.push(`if (m === undefined) v = H.produce(${call});`);
+        lines.push(`if (m === undefined) v = ${produce};`);
         lines.push(`else if (typeof m !== 'string') v = m;`);
         lines.push(`else v = ${convert('m')};`);
       } else {
         lines.push(`v = ${convert('t')};`);
       }
-      lines.push('}', `} else v = H.produce(${call});`);
+      lines.push('}', `} else v = ${produce};`);
     }
     const parent = field.parentIsOut ? 'out' : `(p${field.parent} ??= H.ensureParent(${i}, out))`;
     if (!field.parentIsOut) slots.add(field.parent);

@@ -149,6 +149,7 @@ function allowedKeysAt(path: YamlPath): readonly string[] {
   if (path.length === 1 && last === 'input') return ALLOWED_KEYS.input;
   if (path.length === 1 && last === 'agent') return ALLOWED_KEYS.agent;
   if (path.length === 1 && last === 'row_key') return ALLOWED_KEYS.row_key;
+  if (last === 'zone') return ALLOWED_KEYS.zone;
   if (before === 'groups' && typeof last === 'number') return ALLOWED_KEYS.group;
   return ALLOWED_KEYS.field;
 }

@@ -122,3 +122,37 @@ export function elementOf(schema: z.ZodType | undefined): z.ZodType | undefined 
   const def = (unwrap(schema) as unknown as ZodInternals)._zod.def;
   return def.type === 'array' && def.element !== undefined ? unwrap(def.element) : undefined;
 }
+
+/** One leaf of the QuoteRequest: a value a mapping can fill (lists of objects written `[]`). */
+export interface RequestLeaf {
+  /** E.g. `application.drivers[].dob`. */
+  path: string;
+  kind: TargetKind;
+  required: boolean;
+}
+
+let leaves: readonly RequestLeaf[] | undefined;
+
+/** Every leaf of the QuoteRequest, in the schema's order (an open object such as `application.ubi` is one leaf). */
+export function listRequestLeaves(): readonly RequestLeaf[] {
+  if (leaves !== undefined) return leaves;
+  const out: RequestLeaf[] = [];
+  const walk = (schema: z.ZodType, path: string, required: boolean): void => {
+    const inner = unwrap(schema);
+    const def = (inner as unknown as ZodInternals)._zod.def;
+    if (def.type === 'object' && def.shape !== undefined && Object.keys(def.shape).length > 0) {
+      for (const [key, child] of Object.entries(def.shape)) walk(child, path === '' ? key : `${path}.${key}`, required && !isOptional(child));
+    } else if (def.type === 'array' && def.element !== undefined && (unwrap(def.element) as unknown as ZodInternals)._zod.def.type === 'object') {
+      walk(def.element, `${path}[]`, required);
+    } else {
+      out.push({ path, kind: kindOf(inner), required });
+    }
+  };
+  walk(QuoteRequest, '', true);
+  leaves = out;
+  return out;
+}
+
+function isOptional(schema: z.ZodType): boolean {
+  return (schema as unknown as ZodInternals)._zod.def.type === 'optional';
+}

@@ -37,16 +37,29 @@ const fieldObject = z.strictObject({
   type: z.enum(CONVERSION_TYPES).optional(),
   /** Source format of a `date` or `timestamp`, e.g. `MM/DD/YYYY`, `YYYY-MM-DD HH:mm:ss`, `iso`, `epoch`. */
   format: z.string().min(1).optional(),
-  /** Time zone of a `timestamp` without an offset: `UTC` (default), an IANA name or `+05:30`. */
-  zone: z.string().min(1).optional(),
+  /**
+   * Time zone of a `timestamp` without an offset: `UTC` (default), an IANA name or `+05:30`; or
+   * read from the data: `{ column: tz }` (or `path:`), with a `default:` zone for empty values.
+   */
+  zone: z.union([
+    z.string().min(1),
+    z.strictObject({
+      column: z.string().min(1).optional(),
+      path: z.string().min(1).optional(),
+      default: z.string().min(1).optional(),
+    }),
+  ]).optional(),
   /** Words read as `true` by `type: boolean` (replace the default list). */
   true: z.array(z.string()).min(1).optional(),
   /** Words read as `false` by `type: boolean` (replace the default list). */
   false: z.array(z.string()).min(1).optional(),
   /** Used when the source is empty (put into the request as written, no conversion). */
   default: scalar.optional(),
-  /** An empty source (and no default) makes the row invalid. */
-  required: z.boolean().optional(),
+  /**
+   * An empty source (and no default) makes the row invalid. `first`, in a group: only in the
+   * group's first element (the primary driver, the first vehicle).
+   */
+  required: z.union([z.boolean(), z.literal('first')]).optional(),
 });
 
 /** A field: a column name (shorthand) or an object with one source and its conversions. */
@@ -127,6 +140,7 @@ export const ALLOWED_KEYS = {
   top: Object.keys(MappingFile.shape),
   input: ['format', 'delimiter'],
   agent: ['email', 'id_path'],
+  zone: ['column', 'path', 'default'],
   row_key: [...Object.keys(fieldObject.shape), 'paths'],
 };
 

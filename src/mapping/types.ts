@@ -12,6 +12,15 @@ export interface CompiledMapping {
   /** Every CSV column the mapping can read (numbered groups expanded). */
   readonly sourceColumns: readonly string[];
   /**
+   * Every source the mapping reads, as a pattern: a column, or an NDJSON path with `[]` for the
+   * elements of a list (`drivers[].dob`); `whole` when everything below it is read (`pass:`).
+   */
+  readonly sourcePaths: readonly { path: string; whole: boolean }[];
+  /** Request paths the mapping fills, indexes written `[]` (`application.drivers[].dob`). */
+  readonly targetPaths: readonly string[];
+  /** Where the run puts the agent id returned by validation (`channel.agent_id` by default). */
+  readonly agentIdPath: string;
+  /**
    * Throws E_MAPPING naming missing columns (with a did-you-mean hint), or when the mapping reads
    * nested NDJSON paths: call it once with the CSV header before any row.
    */

@@ -6,6 +6,7 @@
  * members we do not know) because the partner may add fields at any time.
  */
 import { z } from 'zod';
+import { KNOWN_VALUES } from './known-words.js';
 
 // ---------------------------------------------------------------------------------------------
 // Formats shared by several fields
@@ -288,23 +289,9 @@ export const ErrorResponse = z.looseObject({
 export type ErrorResponse = z.infer<typeof ErrorResponse>;
 
 // ---------------------------------------------------------------------------------------------
-// Open sets of enumerated words: a known value passes, an unknown one is a warning.
+// Open sets of enumerated words (listed in known-words.ts): a known value passes, an unknown one is a warning.
 
-export const KNOWN_VALUES: Readonly<Record<string, readonly string[]>> = {
-  'channel.integration_type': ['direct', 'leadcloud', 'beacon'],
-  'application.drivers[].gender': ['male', 'female', 'non_binary', 'unknown'],
-  'application.drivers[].marital_status': ['single', 'married', 'divorced', 'widowed', 'separated', 'domestic_partner'],
-  'application.drivers[].relation_to_pni': ['self', 'spouse', 'child', 'parent', 'sibling', 'domestic_partner', 'other'],
-  'application.drivers[].education': [
-    'no_diploma', 'high_school', 'some_college', 'associate', 'bachelor', 'master', 'doctorate', 'phd', 'other',
-  ],
-  'application.drivers[].residence.type': ['own_home', 'own_condo', 'own_mobile_home', 'rent', 'live_with_parents', 'other'],
-  'application.drivers[].credit_rating': ['excellent', 'good', 'fair', 'poor', 'unknown'],
-  'application.drivers[].driver_license.status': ['active', 'suspended', 'revoked', 'expired', 'permit', 'international'],
-  'application.vehicles[].usage.primary_use': ['commute', 'pleasure', 'business', 'farm', 'commercial'],
-  'application.vehicles[].ownership.type': ['owned', 'financed', 'leased'],
-  'pricing.pricing_model': ['cpl', 'cpc', 'cpa', 'cpq'],
-};
+export { KNOWN_VALUES } from './known-words.js';
 
 export interface EnumWarning {
   /** Concrete path, e.g. `application.drivers[1].gender`. */

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCli } from '../helpers/cli.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
@@ -60,13 +61,46 @@ describe('quote-batch check', () => {
     }
   });
 
-  it('prints a readable summary with the most frequent issues', async () => {
+  it('prints a readable summary: invalid rows by kind without row numbers, sample rows apart, repeated keys, the first invalid rows', async () => {
     const result = await cli('check', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml');
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/valid\s+191/);
     expect(result.stdout).toMatch(/invalid\s+9 \(1 unreadable\)/);
-    expect(result.stdout).toContain('most frequent errors:');
+    expect(result.stdout).toMatch(/repeated\s+2 valid rows repeat an earlier row's key/);
+    const kinds = result.stdout.slice(result.stdout.indexOf('invalid rows by kind:'), result.stdout.indexOf('\n\n', result.stdout.indexOf('invalid rows by kind:')));
+    const groupLines = kinds.split('\n').filter((line) => / × /.test(line));
+    expect(groupLines).toHaveLength(9);
+    for (const line of groupLines) expect(line).not.toMatch(/\brow \d+|\brows? \d/);
+    expect(kinds).toContain('     1 × invalid · mapping_error · application.drivers[].dob: expected a date as MM/DD/YYYY (column driver2_dob)\n           sample rows: 17');
+    expect(kinds).toContain('1 × invalid · unreadable_row · wrong number of fields');
+    expect(result.stdout).toContain('row 160: key "clk_e1978cc7d76f" first seen in row 12');
     expect(result.stdout).toContain('row 17: application.drivers[1].dob: expected a date as MM/DD/YYYY, got "13/45/1990" (column driver2_dob)');
+  });
+
+  it('--coverage lists the columns never read and the request fields no row filled; --json carries groups and coverage', async () => {
+    const mapping = join(dir, 'partial.yaml');
+    // The example mapping without the user agent and the campaign: two columns the mapping no longer reads.
+    const text = readFileSync(join(ROOT, 'mappings/example-csv.yaml'), 'utf8').replace('  tracking.user_agent: user_agent\n', '').replace('  tracking.campaign_id: campaign_id\n', '');
+    writeFileSync(mapping, text);
+    const plain = await cli('check', 'samples/leads.csv', '--mapping', mapping, '--coverage');
+    expect(plain.code).toBe(1);
+    expect(plain.stdout).toMatch(/columns the mapping never reads \(2\):\n {2}user_agent {2}\(a value in 199 rows\)\n {2}campaign_id {2}\(a value in 199 rows\)/); // row 93 cannot be read
+    expect(plain.stdout).toMatch(/request fields no row filled \(\d+\):\n {2}not in the mapping:\n {4}channel\.channel_lead_id\n/);
+    expect(plain.stdout).not.toMatch(/^\s+channel\.agent_id$/m);
+    expect(plain.stdout).toMatch(/^\s+tracking\.user_agent$/m);
+
+    const json = await cli('check', 'samples/leads.ndjson', '--mapping', 'mappings/example-ndjson.yaml', '--coverage', '--json');
+    const summary = JSON.parse(json.stdout) as {
+      errorGroups: { count: number; rows: number[]; description: string; key?: string }[];
+      repeatedKeys: { row: number; firstRow: number }[];
+      coverage: { unread: { source: string }[]; unfilled: { path: string; mapped: boolean }[] };
+    };
+    expect(summary.errorGroups).toHaveLength(9);
+    expect(summary.errorGroups.every((g) => g.count === 1 && g.rows.length === 1 && g.key === undefined)).toBe(true);
+    expect(summary.errorGroups.map((g) => g.description)).toContain('invalid · mapping_error · application.drivers[].dob: expected a date as MM/DD/YYYY (column drivers[1].dob)');
+    expect(summary.repeatedKeys).toEqual([expect.objectContaining({ row: 160, firstRow: 12 }), expect.objectContaining({ row: 175, firstRow: 40 })]);
+    expect(summary.coverage.unread).toEqual([]);
+    expect(summary.coverage.unfilled).toContainEqual({ path: 'tracking.campaign_name', mapped: true, required: false });
   });
 
   it('exits 0 when every row is valid', async () => {
@@ -99,6 +133,14 @@ fields:
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/the input has no column "clik_id" \(did you mean "click_id"\?\)/);
     expect(missing.stdout).toBe('');
+
+    const bomb = join(dir, 'alias-bomb.yaml');
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]', ...'bcdefgh'.split('').map((name, i) => `${name}: &${name} [${Array(9).fill(`*${'abcdefgh'[i]}`).join(', ')}]`)];
+    writeFileSync(bomb, `version: 1\nfields: {}\n${levels.join('\n')}\n`);
+    const bombed = await cli('check', 'samples/leads.csv', '--mapping', bomb);
+    expect(bombed.code).toBe(2);
+    expect(bombed.stderr).toMatch(/^error: invalid mapping: .*alias-bomb\.yaml:4:\d+: YAML: too many alias references/);
+    expect(bombed.stderr).not.toMatch(/internal error| {4}at /);
 
     const nested = await cli('check', 'samples/leads.csv', '--mapping', 'mappings/example-ndjson.yaml');
     expect(nested.code).toBe(2);
@@ -143,5 +185,34 @@ describe('quote-batch preview', () => {
     const result = await cli('preview', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml', '--rows', '2', '--row', '3');
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/either --rows or --row/);
+  });
+});
+
+describe('check and preview stop on SIGTERM', () => {
+  // 60,000 rows: the samples' rows over and over (about 16 MB), far more than either gets through in a second.
+  let big: string;
+  beforeAll(() => {
+    const text = readFileSync(join(ROOT, 'samples/leads.csv'), 'utf8');
+    const headerEnd = text.indexOf('\n') + 1;
+    big = join(dir, 'big.csv');
+    writeFileSync(big, text.slice(0, headerEnd) + text.slice(headerEnd).repeat(300));
+  });
+
+  it.each([
+    ['check', ['check', 'BIG', '--mapping', 'mappings/example-csv.yaml']],
+    ['preview --row 59999', ['preview', 'BIG', '--mapping', 'mappings/example-csv.yaml', '--row', '59999']],
+  ])('%s: exit 3 soon after the signal', async (_, args) => {
+    const { child, done } = startCli(args.map((a) => (a === 'BIG' ? big : a)));
+    // Once it has read its mapping and started on the rows.
+    await new Promise((resolveWait) => setTimeout(resolveWait, 1500));
+    const signalled = performance.now();
+    child.kill('SIGTERM');
+    const result = await done;
+    const afterSignal = performance.now() - signalled;
+    expect(result.code).toBe(3);
+    expect(result.stderr).toMatch(/SIGTERM/);
+    // Within a second on an idle machine; loose here (shared CI machines).
+    expect(afterSignal).toBeLessThan(5_000);
+    if (args[0] === 'check') expect(result.stdout).toMatch(/interrupted: the counts cover the rows read so far/);
   });
 });

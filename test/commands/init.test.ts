@@ -1,0 +1,79 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { runCli } from '../helpers/cli.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+
+const SECOND = 'test/fixtures/mapping/second-partner.csv';
+
+describe('quote-batch init', () => {
+  const tmp = useTempDir('quote-batch-init-');
+
+  it.each([
+    ['samples/leads.csv', 1],
+    ['samples/leads.ndjson', 1],
+    [SECOND, 0],
+  ] as const)('%s: the draft printed on stdout loads, and check runs with it (exit %i)', async (input, checkCode) => {
+    const init = await runCli(['init', input]);
+    expect(init.stderr).toBe('');
+    expect(init.code).toBe(0);
+    expect(init.stdout).toMatch(/^# Draft mapping for /);
+    const draft = tmp.path('draft.yaml');
+    writeFileSync(draft, init.stdout);
+    const check = await runCli(['check', input, '--mapping', draft]);
+    expect(check.stderr).toBe('');
+    // 1 on the samples: their deliberately bad rows are still invalid.
+    expect(check.code).toBe(checkCode);
+  });
+
+  it('finds the second layout\'s `;`, groups and formats', async () => {
+    const init = await runCli(['init', SECOND]);
+    const content = parse(init.stdout) as { input: unknown; groups: { target: string; count: number; key: string; groups?: { key: string }[] }[] };
+    expect(content.input).toEqual({ delimiter: ';' });
+    expect(content.groups.map((g) => [g.target, g.count, g.key])).toEqual([
+      ['application.drivers', 3, 'D{n}_FName'],
+      ['application.vehicles', 2, 'V{n}_VIN'],
+      ['application.coverage.vehicle_coverage', 2, 'V{n}_VIN'],
+    ]);
+    expect(content.groups[0]?.groups?.[0]?.key).toBe('D{n}_Inc{m}_Type');
+    expect(init.stdout).toContain('compliance.consent_timestamp: { column: Submitted, type: timestamp, format: MM/DD/YYYY hh:mm A, zone: UTC }');
+    expect(init.stdout).toContain('contact_info.phone: { column: "D{n}_Phone", type: digits }');
+  });
+
+  it('--out writes the draft and says what is left; an existing file is kept unless --force', async () => {
+    const out = tmp.path('partner.yaml');
+    const first = await runCli(['init', SECOND, '--out', out]);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^wrote .*partner\.yaml: 104 of 106 columns placed, from 30 rows\nnot placed: Lead_Score, Notes\n/);
+    expect(readFileSync(out, 'utf8')).toMatch(/^# Draft mapping for /);
+
+    writeFileSync(out, 'mine\n');
+    const again = await runCli(['init', SECOND, '--out', out]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/partner\.yaml already exists: init does not overwrite a mapping\nhint: .*--force/);
+    expect(readFileSync(out, 'utf8')).toBe('mine\n');
+
+    const forced = await runCli(['init', SECOND, '--out', out, '--force']);
+    expect(forced.code).toBe(0);
+    expect(readFileSync(out, 'utf8')).toMatch(/^# Draft mapping for /);
+  });
+
+  it('a 10 MB column name: the draft comes quickly and names it cut', async () => {
+    const file = tmp.path('huge.csv');
+    writeFileSync(file, `click_id,${'x'.repeat(10 * 1024 * 1024)},D1_FName,D1_DOB\nc-1,v,Ann,02/03/1980\n`);
+    const started = performance.now();
+    const init = await runCli(['init', file, '--out', tmp.path('huge.yaml')]);
+    expect(init.code).toBe(0);
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(init.stdout).toMatch(/^wrote .*huge\.yaml: 3 of 4 columns placed, from 1 row\nnot placed: x{60}… \(10485760 characters\)\n/);
+    expect(readFileSync(tmp.path('huge.yaml'), 'utf8').length).toBeLessThan(5_000);
+  });
+
+  it('reads only the rows it needs, and refuses what it cannot read', async () => {
+    const few = await runCli(['init', 'samples/leads.csv', '--rows', '5']);
+    expect(few.stdout).toMatch(/from its header and 5 rows\./);
+    const unknown = await runCli(['init', tmp.path('leads.xlsx')]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^error: .*leads\.xlsx/);
+  });
+});

@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { compileMapping } from '../../../src/mapping/index.js';
+import { draftMapping, type DraftResult } from '../../../src/mapping/draft/index.js';
+
+/** Drafts from a CSV header and rows given as arrays; asserts the draft loads and reads only the file's columns. */
+function draftCsv(header: string[], rows: string[][]): DraftResult & { content: Record<string, unknown> } {
+  const records = rows.map((row) => Object.fromEntries(header.map((column, i) => [column, row[i] ?? ''])));
+  const result = draftMapping({ fileName: 'leads.csv', format: 'csv', columns: header, records });
+  const mapping = compileMapping(result.yaml, 'draft.yaml');
+  mapping.checkColumns(header);
+  return { ...result, content: parse(result.yaml) as Record<string, unknown> };
+}
+
+function fieldsOf(content: Record<string, unknown>): Record<string, unknown> {
+  return content.fields as Record<string, unknown>;
+}
+
+describe('value tables from the partner\'s known words', () => {
+  it.each([
+    ['codes become words', 'Sex', ['M', 'F', 'm'], { column: 'Sex', map: { F: 'female', M: 'male' } }],
+    ['known words in capitals only need lower case', 'Marital', ['SINGLE', 'MARRIED'], { column: 'Marital', case: 'lower' }],
+    ['known words as they are stay as they are', 'Gender', ['male', 'female'], 'Gender'],
+    ['a code no known word matches is kept and flagged', 'Sex', ['M', 'F', 'Q'], { column: 'Sex', map: { F: 'female', M: 'male' }, on_miss: 'keep' }],
+  ] as const)('%s', (_, column, values, spec) => {
+    const { content, yaml } = draftCsv(['FirstName', 'DOB', column], values.map((v, i) => [`Name${i}`, '01/02/1980', v]));
+    expect(fieldsOf(content)['application.drivers[0].gender'] ?? fieldsOf(content)['application.drivers[0].marital_status']).toEqual(spec);
+    if (values.includes('Q' as never)) expect(yaml).toMatch(/# decide: "Q" matched no known word \(known: male, female, non_binary, unknown\)/);
+  });
+
+  it('a column of many different words gets no table', () => {
+    const { content } = draftCsv(['Education'], Array.from({ length: 40 }, (_, i) => [`Degree${i}`]));
+    expect(fieldsOf(content)['application.drivers[0].education']).toEqual({ column: 'Education', case: 'lower' });
+  });
+});
+
+describe('the draft\'s conversions, agent and row key', () => {
+  const header = ['Lead_No', 'ClickRef', 'Rep', 'Phone', 'DOB', 'Created', 'TCPA', 'Year', 'Coll', 'Notes'];
+  const rows = [
+    ['L-1', 'ck-1', 'ann.agent@example.com', '(212) 555-0101', '02/03/1980', '2026-03-01 13:57:14', 'Y', '2015', '500', 'x'],
+    ['L-2', 'ck-2', 'ann.agent@example.com', '212.555.0102', '12/31/1975', '2026-03-02 08:00:00', 'N', '2019', '250', ''],
+    ['L-3', 'ck-3', 'ann.agent@example.com', '212-555-0103', '07/04/1990', '2026-03-03 09:30:00', 'Y', '2021', '1000', ''],
+  ];
+
+  it('picks conversions from the values', () => {
+    const { content, yaml } = draftCsv(header, rows);
+    const fields = fieldsOf(content);
+    expect(fields['application.drivers[0].contact_info.phone']).toEqual({ column: 'Phone', type: 'digits' });
+    expect(fields['application.drivers[0].dob']).toEqual({ column: 'DOB', type: 'date', format: 'MM/DD/YYYY' });
+    expect(fields['compliance.consent_timestamp']).toEqual({ column: 'Created', type: 'timestamp', format: 'YYYY-MM-DD HH:mm:ss', zone: 'UTC' });
+    expect(yaml).toMatch(/zone: UTC \} # decide: the time zone/);
+    expect(fields['compliance.tcpa_consent']).toEqual({ column: 'TCPA', type: 'boolean' });
+    expect(fields['application.vehicles[0].year']).toEqual({ column: 'Year', type: 'integer' });
+    expect(fields['application.coverage.vehicle_coverage[0].coll']).toEqual({ template: '{Coll}_ded' });
+  });
+
+  it('finds the agent by its repeating e-mail addresses, the row key by name, and lists what it could not place', () => {
+    const result = draftCsv(header, rows);
+    expect(result.content.agent).toEqual({ email: 'Rep' });
+    expect(result.yaml).toMatch(/email: Rep # check: its values are e-mail addresses that repeat/);
+    expect(result.content.row_key).toBe('tracking.click_id');
+    expect(result.yaml).toMatch(/row_key: tracking.click_id # unique in the sample/);
+    expect(result.unplaced).toEqual(['Notes']);
+    expect(result.yaml).toMatch(/# Not placed \(no request field matched their name\): Notes/);
+    expect(fieldsOf(result.content)['channel.channel_id']).toEqual({ literal: 'CHANGE-ME' });
+  });
+
+  it('without a click id, the lead id is the row key; without either, the draft says so', () => {
+    expect(draftCsv(['Lead_No', 'DOB'], [['L-1', '02/03/1980']]).content.row_key).toBe('tracking.channel_lead_id');
+    const none = draftCsv(['DOB'], [['02/03/1980']]);
+    expect(none.content.row_key).toBeUndefined();
+    expect(none.yaml).toMatch(/# decide: no click id or lead id found/);
+  });
+
+  it('a group field missing for one number is not placed in the group (the draft still loads)', () => {
+    const result = draftCsv(['D1_FName', 'D1_DOB', 'D1_Sex', 'D2_FName', 'D2_DOB'], [['Ann', '02/03/1980', 'F', 'Bo', '03/04/1981']]);
+    expect(result.unplaced).toContain('D1_Sex');
+    const group = (result.content.groups as { fields: Record<string, unknown>; count: number }[])[0];
+    expect(group?.count).toBe(2);
+    expect(group?.fields).toEqual({ 'name.first_name': 'D{n}_FName', dob: { column: 'D{n}_DOB', type: 'date', format: 'MM/DD/YYYY' } });
+  });
+
+  it('a file with nothing to place still gives a mapping that loads', () => {
+    const result = draftCsv(['alpha', 'beta'], [['1', '2']]);
+    expect(result.placed).toEqual([]);
+    expect(result.unplaced).toEqual(['alpha', 'beta']);
+  });
+});
+
+describe('NDJSON', () => {
+  it('lists of objects become `each` groups, nested objects paths', () => {
+    const records = [
+      { id: 'L-1', contact: { zip: '43219' }, drivers: [{ first_name: 'Ann', dob: '1980-02-03', tickets: [{ code: 'SPD', date: '2024-01-02' }] }] },
+      { id: 'L-2', contact: { zip: '33655' }, drivers: [{ first_name: 'Bo', dob: '1975-12-31', tickets: [] }], vehicles: [{ vin: '1FAFP34N05W123456', year: 2015 }] },
+    ];
+    const result = draftMapping({ fileName: 'leads.ndjson', format: 'ndjson', columns: null, records });
+    compileMapping(result.yaml, 'draft.yaml');
+    const content = parse(result.yaml) as { fields: Record<string, unknown>; groups: Record<string, unknown>[] };
+    expect(content.fields['application.drivers[0].address.zip']).toEqual({ path: 'contact.zip' });
+    expect(content.groups[0]).toMatchObject({
+      target: 'application.drivers', each: 'drivers', key: 'first_name',
+      fields: { 'name.first_name': 'first_name', dob: { column: 'dob', type: 'date', format: 'YYYY-MM-DD' } },
+      groups: [{ target: 'incident_history', each: 'tickets', key: 'code' }],
+    });
+    expect(content.groups[1]).toMatchObject({ target: 'application.vehicles', each: 'vehicles', key: 'vin', fields: { year: { column: 'year', type: 'integer' } } });
+  });
+});
