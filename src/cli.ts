@@ -18,7 +18,7 @@ import { TOOL_VERSION } from './version.js';
  * Every other command keeps the signals' default action: it ends at once, even inside a long
  * synchronous loop that would never let a handler run. Its writes are atomic or read-only.
  */
-const GRACEFUL_COMMANDS: ReadonlySet<string> = new Set(['run', 'check', 'agents', 'sandbox']);
+const GRACEFUL_COMMANDS: ReadonlySet<string> = new Set(['run', 'check', 'preview', 'init', 'agents', 'sandbox']);
 
 /** Exit code of an internal error: nothing guarantees the job finished, so cron should run again after the fix. */
 const INTERNAL_ERROR_EXIT = 3;

@@ -87,9 +87,16 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     this.#state = createWindowState(options.ceiling, now, options.initialWindow);
   }
 
-  /** Requests allowed in flight now: the window (fractional; whole requests below it are admitted). */
+  /**
+   * Requests allowed in flight now: the window (fractional; whole requests below it are admitted),
+   * or, while sends are paced, the requests the pace allows at the current latency (rate × latency),
+   * when that is lower — what the partner really lets through, for the timeline and the report.
+   */
   get limit(): number {
-    return effectiveWindow(this.#state);
+    const window = effectiveWindow(this.#state);
+    const { rate, smoothedLatencyMs } = this.#state;
+    if (rate === undefined || smoothedLatencyMs === undefined) return window;
+    return Math.max(1, Math.min(window, (rate * smoothedLatencyMs) / 1000));
   }
 
   get inFlight(): number {

@@ -1,0 +1,105 @@
+/**
+ * Adaptive concurrency against the four kinds of partner of the benchmark (issue 10), scaled down to
+ * run in seconds: a rate cap nobody told us, a cap that drops mid-run, a partner that works on few
+ * quotes at once, and no limit at all. Each run must converge (every row final, the limit moved the
+ * way the partner asked) and send no lead twice. The speed targets themselves are checked by
+ * `npm run bench` (the "partner" scenario), not here: this machine may be busy.
+ */
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { SandboxFaults, SandboxHandle } from '../../src/sandbox/index.js';
+import { runCli } from '../helpers/cli.js';
+import { makeTempDir, type TempDir } from '../helpers/temp-dir.js';
+import { generateLeads, MAPPING_CSV } from '../pipeline/_setup.js';
+import { CANARY_KEY, expectedStateOf, startCanarySandbox } from './_shared.js';
+
+const ROWS = 240;
+let files: TempDir;
+let csv: string;
+let agents: string;
+let sandbox: SandboxHandle | undefined;
+
+beforeAll(() => {
+  files = makeTempDir('quote-batch-profiles-');
+  ({ csv, agents } = generateLeads(files.dir, ROWS, 47));
+});
+afterAll(() => files.cleanup());
+afterEach(async () => {
+  await sandbox?.close();
+  sandbox = undefined;
+});
+
+interface Figures {
+  code: number | null;
+  quotes: number;
+  throttled: number;
+  limits: number[];
+  rowsDone: number;
+}
+
+async function runProfile(name: string, faults: Partial<SandboxFaults>, concurrency: number): Promise<Figures> {
+  sandbox = await startCanarySandbox(faults, 11, agents);
+  const ledger = files.path(`${name}.db`);
+  const result = await runCli(
+    ['run', csv, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledger, '--quiet', '--concurrency', String(concurrency)],
+    { cwd: files.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY }, timeoutMs: 120_000 },
+  );
+  expect(result.stderr).not.toMatch(/internal error/);
+  const db = new Database(ledger, { readonly: true, fileMustExist: true });
+  try {
+    // Converged: every row in the state its data calls for, nothing left to send.
+    for (const row of db.prepare('SELECT row_number, state FROM rows ORDER BY row_number').all() as { row_number: number; state: string }[]) {
+      expect(`${row.row_number}:${row.state}`).toBe(`${row.row_number}:${expectedStateOf(row.row_number)}`);
+    }
+    const quotes = db.prepare("SELECT COUNT(*) AS n, COALESCE(SUM(http_status = 429), 0) AS throttled FROM attempts WHERE kind = 'quote'").get() as { n: number; throttled: number };
+    const samples = db.prepare('SELECT concurrency_limit AS limitValue, rows_done AS done FROM run_samples ORDER BY elapsed_ms').all() as { limitValue: number; done: number }[];
+    expect(samples.length).toBeGreaterThan(0);
+    expect(sandbox.stats().duplicateLeads).toEqual([]);
+    return {
+      code: result.code,
+      quotes: quotes.n,
+      throttled: quotes.throttled,
+      limits: samples.map((s) => s.limitValue),
+      rowsDone: samples.reduce((sum, s) => sum + s.done, 0),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+describe('adaptive concurrency against partner profiles', () => {
+  it('an unknown rate cap (40/s, 100 ms): few 429s, the window held near what the cap allows', async () => {
+    const f = await runProfile('cap', { rpsCap: 40, latencyMs: 100, latencySigma: 0.25, retryAfterSeconds: 1 }, 32);
+    expect(f.code).toBe(1); // the file's deliberate data rows
+    // A short run is mostly its start (the bench's long runs give ≤ 3%): bounded, not a storm.
+    expect(f.throttled / f.quotes).toBeLessThan(0.3);
+    // 40/s × 0.1 s ≈ 4 in flight: the limit ends far below the ceiling of 32.
+    expect(f.limits.at(-1)).toBeLessThan(16);
+  });
+
+  it('a cap that drops mid-run (40/s, then 15/s after 2 s): it follows it down, without a flood of 429s', async () => {
+    const f = await runProfile('drop', { rpsCapSchedule: '0:40,2:15', latencyMs: 100, retryAfterSeconds: 1 }, 32);
+    expect(f.code).toBe(1);
+    expect(f.throttled / f.quotes).toBeLessThan(0.5);
+    // Down from what 40/s allowed to what 15/s allows (15/s × 0.1 s ≈ 1.5 in flight).
+    expect(f.limits.at(-1)).toBeLessThan(Math.max(...f.limits.slice(0, 2)));
+    expect(f.limits.at(-1)).toBeLessThan(6);
+  });
+
+  it('a partner that works on 8 quotes at once (100 ms each, the rest queue): the window settles near its capacity', async () => {
+    const f = await runProfile('capacity', { capacity: 8, latencyMs: 100 }, 48);
+    expect(f.code).toBe(1);
+    expect(f.throttled).toBe(0);
+    expect(Math.min(...f.limits.slice(-3))).toBeLessThan(40);
+    const latency = sandbox?.stats().latencyMs.quote;
+    // Queueing kept in check: the partner's median stays within a few service times.
+    expect(latency?.p50 ?? Number.POSITIVE_INFINITY).toBeLessThan(400);
+  });
+
+  it('no limit at all (30 ms): the window grows to the ceiling', async () => {
+    const f = await runProfile('open', { latencyMs: 30 }, 16);
+    expect(f.code).toBe(1);
+    expect(f.throttled).toBe(0);
+    expect(Math.max(...f.limits)).toBeGreaterThanOrEqual(12);
+  });
+});
