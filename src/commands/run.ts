@@ -134,8 +134,13 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         ledger,
         environment: connection.environment,
         operation: settings.operation,
-        connect: async ({ onEvent }) => {
-          const limiter = settings.adaptive ? new AdaptiveLimiter({ ceiling: concurrency }) : new FixedLimiter(concurrency);
+        connect: async ({ onEvent, settledLimit }) => {
+          // A resumed job starts where its partner's limit settled last time, not from a cold start.
+          const limiter = !settings.adaptive
+            ? new FixedLimiter(concurrency)
+            : settledLimit === null
+              ? new AdaptiveLimiter({ ceiling: concurrency })
+              : new AdaptiveLimiter({ ceiling: concurrency, initialWindow: Math.max(1, settledLimit), warm: true });
           const c = await openPartner(connection, io, {
             concurrency,
             limiter,

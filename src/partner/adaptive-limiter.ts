@@ -21,6 +21,11 @@ export interface AdaptiveLimiterOptions {
   ceiling: number;
   /** The window at the start (default 4, at most the ceiling). */
   initialWindow?: number;
+  /**
+   * True when `initialWindow` is where an earlier run of the job settled: start there without the
+   * slow start's growth (which would overshoot a limit already found), growing by one per round trip.
+   */
+  warm?: boolean;
   /** Default: `performance.now()` and `setTimeout`. */
   clock?: LimiterClock;
 }
@@ -84,7 +89,8 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   constructor(options: AdaptiveLimiterOptions) {
     this.#clock = options.clock ?? systemClock;
     const now = this.#clock.now();
-    this.#state = createWindowState(options.ceiling, now, options.initialWindow);
+    const state = createWindowState(options.ceiling, now, options.initialWindow);
+    this.#state = options.warm === true ? { ...state, slowStart: false } : state;
   }
 
   /**

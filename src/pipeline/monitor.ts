@@ -9,6 +9,7 @@ import type { Ledger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
+import { settledLimitOf } from '../report/timeline.js';
 
 const SAMPLE_EVERY_MS = 1000;
 /** Transient failures (5xx, time-outs, 429s) within this window that make a warn line. */
@@ -25,7 +26,9 @@ export class RunMonitor {
   #windowThrottled = 0;
   #windowErrors = 0;
   #windowAttempts = 0;
-  #lastLimit: number | null = null;
+  /** The limit of every sample, in time order (one a second: small even for a night's run). */
+  readonly #limits: number[] = [];
+  #answered = false;
   #stopped = false;
 
   constructor(
@@ -83,15 +86,16 @@ export class RunMonitor {
     this.#sample(client, rowsDone());
   }
 
-  /** The limit of the last sample in which requests were answered (what the run settled at). */
-  get lastLimit(): number | null {
-    return this.#lastLimit;
+  /** Where the limit settled (as `report` says it); null when nothing was answered. */
+  get settledLimit(): number | null {
+    return this.#answered ? (settledLimitOf(this.#limits)?.limit ?? null) : null;
   }
 
   #sample(client: PartnerClient, rowsDone: number): void {
     const s = client.takeSample();
     const elapsedMs = performance.now() - this.#startedAt;
-    if (s.attempts > 0) this.#lastLimit = s.limit;
+    if (s.attempts > 0) this.#answered = true;
+    this.#limits.push(Math.round(s.limit * 100) / 100);
     this.ledger.recordRunSample(this.runId, {
       elapsedMs,
       concurrencyLimit: Math.round(s.limit * 100) / 100,

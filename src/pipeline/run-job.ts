@@ -15,6 +15,7 @@ import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
+import { readSettledLimit } from '../report/timeline.js';
 import { TOOL_VERSION } from '../version.js';
 import { JobRunner, type ProgressSnapshot, type RunEnd } from './job-runner.js';
 import { RunMonitor } from './monitor.js';
@@ -37,7 +38,11 @@ export interface RunJobOptions {
    * Opens the partner connection; called only when there is something to send. The client must
    * pass its events (breaker, probes, halt) to `onEvent`.
    */
-  connect: (hooks: { onEvent: (event: ClientEvent) => void }) => Promise<PartnerTarget>;
+  connect: (hooks: {
+    onEvent: (event: ClientEvent) => void;
+    /** Where the limit settled in an earlier run of this job (adaptive concurrency resumes there). */
+    settledLimit: number | null;
+  }) => Promise<PartnerTarget>;
   /** `--max-outage` in ms, for the warning that says when the run will give up. */
   maxOutageMs?: number;
   /** True when the client's limiter adapts (`--adaptive`): the summary then says where it settled. */
@@ -133,7 +138,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     let job = options.fresh ? undefined : ledger.findJob(identity, 'unfinished');
     const resumed = job !== undefined;
     let forward: (event: ClientEvent) => void = () => {};
-    const target = await options.connect({ onEvent: (event) => forward(event) });
+    const settled = job === undefined ? null : readSettledLimit(ledger.db, job.id);
+    const target = await options.connect({ onEvent: (event) => forward(event), settledLimit: settled?.limit ?? null });
     try {
       job ??= ledger.createJob({
         input_path: options.inputPath,
@@ -206,7 +212,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         rowsSkipped: runner.rowsSkipped,
         limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null,
         emptyInput,
-        settledLimit: options.adaptive === true ? monitor.lastLimit : null,
+        settledLimit: options.adaptive === true ? monitor.settledLimit : null,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
       };

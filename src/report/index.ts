@@ -2,6 +2,7 @@
 export { buildReport, resolveJobId, computeStats, computeHistogram, percentileOf } from './build-report.js';
 export { renderTable, DEFAULT_TABLE_WIDTH } from './render-table.js';
 export { readErrorGroups, type RowErrorGroups } from './row-errors.js';
+export { readSettledLimit, settledLimitOf } from './timeline.js';
 export { formatDuration } from './_text.js';
 export { renderCsv, flattenFigures } from './render-csv.js';
 export { renderHtml, STATE_COLORS } from './render-html.js';

@@ -141,30 +141,44 @@ export function readTimeline(db: Db, jobId: number): ReportTimeline {
   return { bucket_seconds: bucketSeconds, segments, rows_outside_runs: completed - attributed };
 }
 
-export function readPartner(db: Db, jobId: number): ReportPartner {
-  const ofJob = 'run_id IN (SELECT id FROM runs WHERE job_id = ?)';
-  const all = db.prepare(`SELECT COUNT(*) AS n, MAX(concurrency_limit) AS max_limit, MAX(in_flight) AS max_in_flight FROM run_samples WHERE ${ofJob}`)
-    .get(jobId) as { n: number; max_limit: number | null; max_in_flight: number | null };
-  const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE ${ofJob} GROUP BY run_id ORDER BY run_id`)
+/**
+ * The limit a run settled at: the nearest-rank median of the limits of its last quarter of samples
+ * (at least its last 10), given in time order. Null without samples.
+ */
+export function settledLimitOf(limits: readonly number[]): { limit: number; samples: number } | null {
+  if (limits.length === 0) return null;
+  const last = limits.slice(-Math.min(limits.length, Math.max(10, Math.ceil(limits.length / 4)))).sort((a, b) => a - b);
+  // Nearest-rank median, like every percentile of the report: a limit that occurred.
+  return { limit: last[Math.ceil(last.length / 2) - 1] as number, samples: last.length };
+}
+
+/**
+ * Where the limit settled in a job: in its latest run with a minute of samples, else in the run with
+ * the most. `run` then resumes a job from there rather than from a cold start.
+ */
+export function readSettledLimit(db: Db, jobId: number): { runId: number; limit: number; samples: number } | null {
+  const perRun = db.prepare('SELECT run_id, COUNT(*) AS n FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) GROUP BY run_id ORDER BY run_id')
     .all(jobId) as { run_id: number; n: number }[];
-  const settledRun = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
+  const run = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
     ?? perRun.reduce<{ run_id: number; n: number } | undefined>((best, r) => (best === undefined || r.n >= best.n ? r : best), undefined);
-  let limits: number[] = [];
-  if (settledRun !== undefined) {
-    const last = Math.min(settledRun.n, Math.max(10, Math.ceil(settledRun.n / 4)));
-    limits = db.prepare(
-      `SELECT concurrency_limit FROM (SELECT concurrency_limit FROM run_samples WHERE run_id = ? ORDER BY elapsed_ms DESC LIMIT ?)
-       WHERE concurrency_limit IS NOT NULL ORDER BY concurrency_limit`,
-    ).pluck().all(settledRun.run_id, last) as number[];
-  }
+  if (run === undefined) return null;
+  const limits = db.prepare('SELECT concurrency_limit FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms')
+    .pluck().all(run.run_id) as number[];
+  const settled = settledLimitOf(limits);
+  return settled === null ? null : { runId: run.run_id, ...settled };
+}
+
+export function readPartner(db: Db, jobId: number): ReportPartner {
+  const all = db.prepare('SELECT COUNT(*) AS n, MAX(concurrency_limit) AS max_limit, MAX(in_flight) AS max_in_flight FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?)')
+    .get(jobId) as { n: number; max_limit: number | null; max_in_flight: number | null };
+  const settled = readSettledLimit(db, jobId);
   const answers = db.prepare('SELECT COUNT(*) AS attempts, TOTAL(http_status = 429) AS throttled FROM attempts WHERE job_id = ?')
     .get(jobId) as { attempts: number; throttled: number };
   return {
     samples: all.n,
-    // Nearest-rank median, like every percentile of the report: a limit that occurred.
-    settled_limit: limits.length === 0 ? null : (limits[Math.ceil(limits.length / 2) - 1] as number),
-    settled_run_id: settledRun?.run_id ?? null,
-    settled_samples: limits.length,
+    settled_limit: settled?.limit ?? null,
+    settled_run_id: settled?.runId ?? null,
+    settled_samples: settled?.samples ?? 0,
     limit_max: all.max_limit,
     in_flight_max: all.max_in_flight,
     attempts: answers.attempts,

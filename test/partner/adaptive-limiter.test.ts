@@ -137,3 +137,26 @@ describe('AdaptiveLimiter', () => {
     for (const gap of gaps) expect(gap).toBeCloseTo(1000 / (rate as number), 6);
   });
 });
+
+describe('AdaptiveLimiter warm start', () => {
+  it('starts where an earlier run settled and grows by one per round trip, not by slow start', async () => {
+    const grow = async (warm: boolean): Promise<number> => {
+      const clock = new SimClock();
+      const limiter = new AdaptiveLimiter({ ceiling: 64, initialWindow: 6, warm, clock });
+      expect(limiter.limit).toBe(6);
+      // Three round trips of prompt, clean answers with every slot in use.
+      for (let round = 0; round < 3; round += 1) {
+        const slots = await Promise.all(Array.from({ length: Math.floor(limiter.limit) }, () => slotOf(limiter)));
+        await Promise.all([clock.sleep(100), clock.run(10)]);
+        for (const slot of slots) slot.release({ latencyMs: 100, signal: 'ok' });
+        await settle();
+      }
+      return limiter.limit;
+    };
+    const warm = await grow(true);
+    const cold = await grow(false);
+    expect(warm).toBeGreaterThan(6);
+    expect(warm).toBeLessThanOrEqual(9);
+    expect(cold).toBeGreaterThan(warm);
+  });
+});
