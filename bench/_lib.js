@@ -48,9 +48,12 @@ function childOf(pid) {
   }
 }
 
-/** Starts `quote-batch sandbox` as its own process; resolves once it prints its address. */
-export async function startSandbox({ agentsFile, latencyMs = 0 }) {
-  const args = [BIN, 'sandbox', '--port', '0', '--agents', agentsFile];
+/**
+ * Starts `quote-batch sandbox` as its own process (with `latencyMs`, and any other sandbox `flags`,
+ * e.g. a partner profile's); resolves once it prints its address.
+ */
+export async function startSandbox({ agentsFile, latencyMs = 0, flags = [] }) {
+  const args = [BIN, 'sandbox', '--port', '0', '--agents', agentsFile, ...flags];
   if (latencyMs > 0) args.push('--latency-ms', String(latencyMs));
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -86,10 +89,13 @@ export async function startSandbox({ agentsFile, latencyMs = 0 }) {
     cpuSeconds: () => cpuSecondsOf(child.pid),
     /** Operation counters only (the per-lead map is dropped: it holds one entry per lead). */
     async stats() {
-      checkAlive();
-      const response = await fetch(`${url}/__sandbox/stats`);
-      const body = await response.json();
+      const body = await this.statsBody();
       return { operations: body.operations, statuses: body.statuses, faults: body.faults };
+    },
+    /** The whole `GET /__sandbox/stats` answer (per-second counts, latency percentiles, …). */
+    async statsBody() {
+      checkAlive();
+      return (await fetch(`${url}/__sandbox/stats`)).json();
     },
     async reset() {
       checkAlive();

@@ -14,11 +14,10 @@
 // Figures come from the run's ledger (attempts, and the per-second run_samples) and from the
 // sandbox's GET /__sandbox/stats (per-second counts, its own latency percentiles). A chart per
 // profile goes to bench/results/partner-<id>.svg and .png (the PNG rendered by headless Chromium).
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import Database from 'better-sqlite3';
-import { API_KEY, BIN, ROOT, createTempDir, measureNode, readLedger, round } from './_lib.js';
+import { BIN, ROOT, createTempDir, measureNode, readLedger, round, startSandbox } from './_lib.js';
 import { median } from './_stats.js';
 import { renderTimelineChart } from './_timeline-chart.js';
 
@@ -64,43 +63,6 @@ export function readSandboxStats(body) {
       : null,
     quoteLatencyMs: latency === null ? null : { p50: latency.p50 ?? null, p90: latency.p90 ?? null, p99: latency.p99 ?? null },
     operations: body.operations,
-  };
-}
-
-/** Starts `quote-batch sandbox` with the profile's flags; resolves once it prints its address. */
-async function startSandbox(agentsFile, flags) {
-  const child = spawn(process.execPath, [BIN, 'sandbox', '--port', '0', '--agents', agentsFile, ...flags], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, QUOTE_BATCH_API_KEY: API_KEY, NO_COLOR: '1' },
-  });
-  let output = '';
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the sandbox did not start in 30 s:\n${output}`)), 30_000);
-    const onData = (chunk) => {
-      output += chunk;
-      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the sandbox exited with ${code} (flags ${flags.join(' ')}):\n${output}`));
-    });
-  });
-  child.removeAllListeners('exit');
-  return {
-    url,
-    stats: async () => readSandboxStats(await (await fetch(`${url}/__sandbox/stats`)).json()),
-    reset: () => fetch(`${url}/__sandbox/reset`, { method: 'POST' }),
-    stop: () => new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
   };
 }
 
@@ -163,7 +125,7 @@ export function idealSeconds(schedule, requests, startS) {
 async function measureProfile(profile, { file, agentsFile, quick, extraRunArgs = [], label = profile.id, log }) {
   const rows = quick ? profile.rows.quick : profile.rows.full;
   const dir = createTempDir(`qb-bench-partner-${profile.id}-`);
-  const sandbox = await startSandbox(agentsFile, profile.sandbox);
+  const sandbox = await startSandbox({ agentsFile, flags: profile.sandbox });
   try {
     const ledgerFile = join(dir, 'ledger.db');
     log(`partner ${label}: run ${rows} rows, --concurrency ${profile.concurrency} ${extraRunArgs.join(' ')} against sandbox ${profile.sandbox.join(' ')}…`);
@@ -186,7 +148,7 @@ async function measureProfile(profile, { file, agentsFile, quick, extraRunArgs =
     } finally {
       db.close();
     }
-    const stats = await sandbox.stats();
+    const stats = readSandboxStats(await sandbox.statsBody());
     return { rows, ledger, attempts, timeline, stats, result, resetAtMs, windowS: (attempts.lastMs - attempts.firstMs) / 1000 };
   } finally {
     await sandbox.stop();
