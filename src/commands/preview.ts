@@ -60,7 +60,8 @@ export const registerPreview: RegisterCommand = (program, ctx) => {
 };
 
 async function previewRows(inputPath: string, mapping: CompiledMapping, flags: PreviewFlags, stop: AbortSignal): Promise<PreviewRow[]> {
-  const reader = await openInput(inputPath, resolveInputOptions(inputPath, mapping));
+  // The reader stops too: a file of blank lines yields no row to check the signal at.
+  const reader = await openInput(inputPath, { ...resolveInputOptions(inputPath, mapping), signal: stop });
   const wanted = flags.row === undefined ? (flags.rows ?? DEFAULT_ROWS) : 1;
   const rows: PreviewRow[] = [];
   try {

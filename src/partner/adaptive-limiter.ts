@@ -284,7 +284,11 @@ class EventMeter {
     }
   }
 
-  /** Events per second over the `spanMs` (a multiple of 100) ending at `to`, or since the first event if later. */
+  /**
+   * Events per second over the `spanMs` (a multiple of 100) ending at `to`, or since the first event
+   * if later — but over a second at least: rate caps count per second, so the 40 requests a cap of
+   * 40/s admits in the first half-second of a run are 40/s, not 80/s (which the pace would return to).
+   */
   perSecond(to: number, spanMs: number): number {
     const last = Math.floor(to / EventMeter.#BUCKET_MS);
     const first = Math.max(last - spanMs / EventMeter.#BUCKET_MS + 1, this.#firstKey);
@@ -294,7 +298,7 @@ class EventMeter {
       const slot = EventMeter.#slot(key);
       if (this.#keys[slot] === key) total += this.#counts[slot] as number;
     }
-    return (total * 1000) / ((last - first + 1) * EventMeter.#BUCKET_MS);
+    return (total * 1000) / Math.max(1000, (last - first + 1) * EventMeter.#BUCKET_MS);
   }
 
   static #slot(key: number): number {

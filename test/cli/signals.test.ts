@@ -84,12 +84,14 @@ describe.skipIf(!existsSync('/proc/self/fd'))('SIGTERM in commands that read a f
     expect(seconds).toBeLessThan(2.5); // loose: a shared machine; reading the whole file takes far longer
   });
 
-  it('preview, which has no graceful stop, ends at once on SIGTERM', async () => {
+  it('preview stops within about a second on SIGTERM, as interrupted (exit 3)', async () => {
     const { child, done } = startGroup(['preview', tmp.path('blank.ndjson.gz'), '--mapping', MAPPING_NDJSON, '--row', '999999999'], tmp.dir);
     await waitUntilReading(child.pid as number, tmp.path('blank.ndjson.gz'));
     await sleep(300);
     const { result, seconds } = await secondsToEnd(done, () => child.kill('SIGTERM'));
-    expect(result.signal ?? result.code, result.stderr).toBe('SIGTERM');
+    expect(result.signal ?? result.code, result.stderr).toBe(3);
+    expect(result.stderr).toMatch(/SIGTERM: finishing the work in hand/);
+    expect(result.stdout).toBe(''); // no partial preview printed as if it were the answer
     expect(seconds).toBeLessThan(2.5);
   });
 });

