@@ -10,6 +10,7 @@ import type { Io } from './io.js';
 import { createLogger, type Logger, type LogFields } from './log.js';
 import type { CommandContext } from './commands/context.js';
 import { registerCommands } from './commands/index.js';
+import { ledgerFault } from './ledger/faults.js';
 import { decideSignal, type StopSignal } from './signals.js';
 import { TOOL_VERSION } from './version.js';
 
@@ -20,20 +21,30 @@ import { TOOL_VERSION } from './version.js';
  */
 const GRACEFUL_COMMANDS: ReadonlySet<string> = new Set(['run', 'check', 'preview', 'init', 'agents', 'sandbox']);
 
+/**
+ * Commands whose exit code tells cron what became of a job. Once such a command has recorded its
+ * outcome, a reader that closes standard output (`run … | true`) does not change its exit code;
+ * every other command only produces output, and then ends quietly with exit 0.
+ */
+const OUTCOME_COMMANDS: ReadonlySet<string> = new Set(['run', 'resolve', 'prune']);
+
 /** Exit code of an internal error: nothing guarantees the job finished, so cron should run again after the fix. */
 const INTERNAL_ERROR_EXIT = 3;
 
 export async function main(argv: readonly string[]): Promise<void> {
   const jsonLog = wantsJsonLog(argv.slice(2));
   const controller = new AbortController();
-  const output = bindOutput(controller);
+  /** What the running command told the edge (see CommandContext); undefined exit code: not set yet. */
+  const state: EdgeState = { command: undefined, exitCode: undefined, ledgerPath: undefined, requestsSent: false, finished: false };
+  const output = bindOutput(controller, () => {
+    if (state.finished) process.exitCode = finalExitCode(state, output);
+  });
   const { io } = output;
   const log = createLogger(io, { json: jsonLog });
   const edge = new Edge(io, log, jsonLog);
 
   process.on('uncaughtException', (error) => {
-    edge.internalError(error);
-    process.exit(INTERNAL_ERROR_EXIT);
+    process.exit(isOutputClosed(error) ? finalExitCode(state, output) : edge.failure(error, state));
   });
   if (jsonLog) {
     // Node's own warnings would be plain text among the JSON lines.
@@ -68,14 +79,19 @@ export async function main(argv: readonly string[]): Promise<void> {
     }
   };
 
-  let exitCode = 0;
   const ctx: CommandContext = {
     io,
     stop: controller.signal,
     jsonLog,
     createLogger: (options = {}) => createLogger(io, { json: jsonLog, quiet: options.quiet === true }),
     setExitCode: (code) => {
-      exitCode = code;
+      state.exitCode = code;
+    },
+    noteLedger: (path) => {
+      state.ledgerPath = path;
+    },
+    noteRequestsSent: () => {
+      state.requestsSent = true;
     },
   };
 
@@ -88,6 +104,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     .configureOutput({ writeOut: io.out, writeErr: (text) => edge.commanderMessage(text) })
     .exitOverride()
     .hook('preAction', (_program, command) => {
+      state.command = command.name();
       if (!GRACEFUL_COMMANDS.has(command.name())) return;
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
@@ -97,12 +114,46 @@ export async function main(argv: readonly string[]): Promise<void> {
   try {
     await program.parseAsync([...argv]);
   } catch (error) {
-    exitCode = edge.exitCodeFor(error);
+    // A closed output after the outcome was recorded keeps the code the command set.
+    if (!(isOutputClosed(error) && keepsOwnExitCode(state))) state.exitCode = edge.exitCodeFor(error, state);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  process.exitCode = output.closed() ? 0 : exitCode;
+  state.finished = true;
+  process.exitCode = finalExitCode(state, output);
+}
+
+interface EdgeState {
+  /** The command being run (commander's name), once known. */
+  command: string | undefined;
+  /** What the command set, or the edge for the error it ended on. */
+  exitCode: number | undefined;
+  /** The ledger the command works on, named in a SQLite failure. */
+  ledgerPath: string | undefined;
+  /** True once requests may have left for the partner: a failure then exits 3, not 2. */
+  requestsSent: boolean;
+  /** True once `main` has settled the exit code (a later closed-output error settles it again). */
+  finished: boolean;
+}
+
+function keepsOwnExitCode(state: EdgeState): boolean {
+  return state.command !== undefined && OUTCOME_COMMANDS.has(state.command);
+}
+
+/**
+ * The process's exit code: 3 when standard output failed (not closed: a full disk, an I/O error);
+ * when its reader closed it, 0 for a command that only produces output, and for an outcome command
+ * the code it set (3 when it never did: its outcome was not recorded); otherwise the command's.
+ */
+function finalExitCode(state: EdgeState, output: { closed: () => boolean; failed: () => boolean }): number {
+  if (output.failed()) return 3;
+  if (!output.closed()) return state.exitCode ?? 0;
+  return keepsOwnExitCode(state) ? (state.exitCode ?? INTERNAL_ERROR_EXIT) : 0;
+}
+
+function isOutputClosed(error: unknown): boolean {
+  return isQuoteBatchError(error) && error.code === 'E_OUTPUT_CLOSED';
 }
 
 /** `--json-log` anywhere before `--`: known before commander parses, so that its errors are JSON too. */
@@ -113,28 +164,33 @@ function wantsJsonLog(args: readonly string[]): boolean {
 
 /**
  * The process streams as an {@link Io}. A reader that closes standard output (`… | head`) ends
- * the command quietly: the next write throws `E_OUTPUT_CLOSED` (exit 0, nothing printed), the
- * stop signal is raised for commands that watch it, and the exit code becomes 0.
+ * the command quietly: the next write throws `E_OUTPUT_CLOSED` (nothing printed), the stop signal
+ * is raised for commands that watch it, and `onClosed` is called (see {@link finalExitCode}).
  */
-function bindOutput(controller: AbortController): { io: Io; closed: () => boolean } {
+function bindOutput(controller: AbortController, onClosed: () => void): { io: Io; closed: () => boolean; failed: () => boolean } {
   let stdoutClosed = false;
+  let stdoutFailed = false;
   let stderrClosed = false;
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    if (!stdoutClosed && error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED' && !stderrClosed) {
+    const closedByReader = error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED';
+    if (!stdoutClosed && !closedByReader && !stderrClosed) {
       process.stderr.write(`error: cannot write to standard output: ${error.code ?? error.message}\n`);
     }
     stdoutClosed = true;
+    stdoutFailed ||= !closedByReader;
     controller.abort('output closed');
-    process.exitCode = error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED' ? 0 : 3;
+    onClosed();
   });
   process.stderr.on('error', () => {
     stderrClosed = true;
   });
+  const write = (data: string | Uint8Array): void => {
+    if (stdoutClosed) throw new QuoteBatchError('E_OUTPUT_CLOSED', 'standard output was closed by its reader');
+    process.stdout.write(data);
+  };
   const io: Io = {
-    out: (text) => {
-      if (stdoutClosed) throw new QuoteBatchError('E_OUTPUT_CLOSED', 'standard output was closed by its reader');
-      process.stdout.write(text);
-    },
+    out: write,
+    outBytes: write,
     err: (text) => {
       if (!stderrClosed) process.stderr.write(text);
     },
@@ -145,7 +201,7 @@ function bindOutput(controller: AbortController): { io: Io; closed: () => boolea
     env: process.env,
     cwd: process.cwd(),
   };
-  return { io, closed: () => stdoutClosed };
+  return { io, closed: () => stdoutClosed, failed: () => stdoutFailed };
 }
 
 /** How the edge speaks: plain lines (`error: …` / `hint: …`), or JSON lines with `--json-log`. */
@@ -163,8 +219,7 @@ class Edge {
   }
 
   /** A known error: one line naming the thing, and its hint. */
-  error(error: QuoteBatchError): void {
-    const exitCode = exitCodeOfError(error.code);
+  error(error: QuoteBatchError, exitCode: number = exitCodeOfError(error.code)): void {
     if (this.json) {
       this.log.error(error.message, { event: 'error', code: error.code, hint: error.hint, exit_code: exitCode });
       return;
@@ -189,7 +244,7 @@ class Edge {
     for (const line of text.split('\n')) if (line.trim() !== '') this.log.error(line.trim(), { event: 'usage_error', exit_code: 2 });
   }
 
-  exitCodeFor(error: unknown): number {
+  exitCodeFor(error: unknown, state: Pick<EdgeState, 'ledgerPath' | 'requestsSent'>): number {
     if (error instanceof CommanderError) {
       // --help and --version exit through here with code 0; commander already printed the message.
       return error.exitCode === 0 ? 0 : 2;
@@ -198,11 +253,24 @@ class Edge {
       this.error(new QuoteBatchError('E_USAGE', error.message));
       return 2;
     }
-    if (isQuoteBatchError(error)) {
-      if (error.code !== 'E_OUTPUT_CLOSED') this.error(error);
-      return exitCodeOfError(error.code);
+    if (isQuoteBatchError(error) && error.code === 'E_OUTPUT_CLOSED') return exitCodeOfError(error.code);
+    return this.failure(error, state);
+  }
+
+  /**
+   * Reports an error that ends the command and gives its exit code. A SQLite failure of the
+   * machine's (ledger busy, read-only, disk full, I/O error) is one line naming the ledger, not a
+   * bug. "Nothing was sent" (exit 2) stops being true once requests may have left: then 3.
+   */
+  failure(error: unknown, state: Pick<EdgeState, 'ledgerPath' | 'requestsSent'>): number {
+    const known = isQuoteBatchError(error) ? error : ledgerFault(error, state.ledgerPath);
+    if (known === undefined) {
+      this.internalError(error);
+      return INTERNAL_ERROR_EXIT;
     }
-    this.internalError(error);
-    return INTERNAL_ERROR_EXIT;
+    const code = exitCodeOfError(known.code);
+    const exitCode = code === 2 && state.requestsSent ? 3 : code;
+    this.error(known, exitCode);
+    return exitCode;
   }
 }

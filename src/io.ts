@@ -5,6 +5,12 @@
 export interface Io {
   /** Writes to standard output (the command's result). */
   out(text: string): void;
+  /**
+   * Writes bytes to standard output as they are (`export --format source` copies the input's own
+   * bytes, valid UTF-8 or not). Optional for other hosts of the commands: {@link outputBytes}
+   * falls back to `out`, decoding as UTF-8.
+   */
+  outBytes?(bytes: Uint8Array): void;
   /** Writes to standard error (progress, logs, warnings, errors). */
   err(text: string): void;
   /** True when standard error is a terminal (progress bar instead of progress lines). */
@@ -32,4 +38,15 @@ export function outputColumns(io: Io): number | undefined {
   if (io.stdoutColumns !== undefined && io.stdoutColumns > 0) return io.stdoutColumns;
   const columns = Number(io.env.COLUMNS);
   return Number.isInteger(columns) && columns > 0 ? columns : undefined;
+}
+
+/**
+ * Writes bytes to standard output through `io.outBytes`; an `Io` without it gets them decoded as
+ * UTF-8 (a stream decoder, so a character split between two writes stays whole). Call `end()` last.
+ */
+export function outputBytes(io: Io): { write(bytes: Uint8Array): void; end(): void } {
+  const { outBytes } = io;
+  if (outBytes !== undefined) return { write: (bytes) => outBytes(bytes), end: () => {} };
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  return { write: (bytes) => io.out(decoder.decode(bytes, { stream: true })), end: () => io.out(decoder.decode()) };
 }

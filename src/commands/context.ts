@@ -22,8 +22,19 @@ export interface CommandContext {
    * `--json-log`, plain sentences otherwise (`quiet`: no info lines).
    */
   createLogger(options?: { quiet?: boolean }): Logger;
-  /** Records the command's exit code (0 ok, 1 data to fix, 2 usage, 3 not completed, 4 job locked). */
+  /**
+   * Records the command's exit code (0 ok, 1 data to fix, 2 usage, 3 not completed, 4 job locked).
+   * `run`, `resolve` and `prune` set it as soon as their outcome is recorded, before printing it:
+   * a reader that then closes standard output does not change it.
+   */
   setExitCode(code: number): void;
+  /**
+   * Names the ledger the command works on, so that a SQLite failure on it (busy, read-only, disk
+   * full, I/O error) is reported in one line naming the file, not as an internal error.
+   */
+  noteLedger(path: string): void;
+  /** Says that requests may have left for the partner: a failure from then on exits 3 (run again), not 2. */
+  noteRequestsSent(): void;
 }
 
 export type RegisterCommand = (program: Command, ctx: CommandContext) => void;

@@ -10,6 +10,7 @@ import {
   type ExportFormat, type SourceInput,
 } from '../report/index.js';
 import type { Ledger, RowState } from '../ledger/index.js';
+import { outputBytes } from '../io.js';
 import { parseCount, type CommandContext, type RegisterCommand } from './context.js';
 
 interface ExportFlags {
@@ -33,6 +34,7 @@ export const registerExport: RegisterCommand = (program, ctx) => {
     .action(async (flags: ExportFlags) => {
       const states = flags.status === undefined ? [] : parseStates(flags.status);
       const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
+      ctx.noteLedger(ledgerPath);
       const ledger = openReportLedger(ledgerPath);
       try {
         const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
@@ -63,10 +65,10 @@ async function exportSource(
   checkSourcePositions(ledger.db, selection.jobId, selection.states);
   const options = { ...selection, input: await readSourceInput(ledger, selection.jobId, ctx.io.cwd) };
   if (outPath !== undefined) return writeOutputAsync(outPath, (write) => exportSourceRows(ledger.db, options, write));
-  // Standard output takes text: the input is UTF-8 (the reader requires it), its BOM kept.
-  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
-  const count = await exportSourceRows(ledger.db, options, (chunk) => ctx.io.out(decoder.decode(chunk, { stream: true })));
-  ctx.io.out(decoder.decode());
+  // Bytes, not text: the rows most in need of fixing may be the ones that are not valid UTF-8.
+  const out = outputBytes(ctx.io);
+  const count = await exportSourceRows(ledger.db, options, out.write);
+  out.end();
   return count;
 }
 

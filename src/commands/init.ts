@@ -30,7 +30,7 @@ export const registerInit: RegisterCommand = (program, ctx) => {
         return;
       }
       const draft = draftMapping({
-        fileName: input, format: sample.format, delimiter: sample.delimiter, columns: sample.columns, records: sample.records,
+        fileName: input, format: sample.format, delimiter: sample.delimiter, columns: sample.columns, scope: sample.scope, rows: sample.rows,
       });
       const mapping = assertLoads(draft.yaml, sample.columns);
       if (flags.out === undefined) {
@@ -41,7 +41,7 @@ export const registerInit: RegisterCommand = (program, ctx) => {
         const placed = sample.columns === null ? `${draft.placed.length} of ${draft.placed.length + draft.unplaced.length} fields`
           : `${mapping.sourceColumns.length} of ${sample.columns.length} columns`;
         ctx.io.out([
-          `wrote ${flags.out}: ${placed} placed, from ${sample.records.length} row${sample.records.length === 1 ? '' : 's'}`
+          `wrote ${flags.out}: ${placed} placed, from ${sample.rows} row${sample.rows === 1 ? '' : 's'}`
             + `${sample.unreadable > 0 ? ` (${sample.unreadable} unreadable rows skipped)` : ''}`,
           draft.unplaced.length > 0 ? `not placed: ${draft.unplaced.map(shortName).join(', ')}` : 'every column placed',
           `next: review the lines marked "check:" and "decide:", then run`,

@@ -15,7 +15,9 @@ export const registerJobs: RegisterCommand = (program, ctx) => {
     .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
     .addOption(new Option('--format <format>', 'output format').choices(['table', 'json']).default('table'))
     .action((flags: JobsFlags) => {
-      const ledger = openReportLedger(resolveLedgerPath(ctx.io.cwd, flags.ledger));
+      const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
+      ctx.noteLedger(ledgerPath);
+      const ledger = openReportLedger(ledgerPath);
       try {
         const jobs = listJobs(ledger.db);
         ctx.io.out(flags.format === 'json' ? `${JSON.stringify(jobs, null, 2)}\n` : renderJobsTable(jobs, outputColumns(ctx.io)));

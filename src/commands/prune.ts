@@ -24,7 +24,9 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
     .option('--json-log', 'machine-readable JSON log lines on stderr')
     .action((flags: PruneFlags) => {
       const logger = ctx.createLogger();
-      const ledger = Ledger.open(resolveLedgerPath(ctx.io.cwd, flags.ledger), { mustExist: true });
+      const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
+      ctx.noteLedger(ledgerPath);
+      const ledger = Ledger.open(ledgerPath, { mustExist: true });
       const lines: string[] = [];
       try {
         const dryRun = flags.dryRun === true;
@@ -56,8 +58,9 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
       } finally {
         ledger.close();
       }
-      ctx.io.out(`${lines.join('\n')}\n`);
+      // Done: a reader that closes standard output no longer changes the outcome.
       ctx.setExitCode(0);
+      ctx.io.out(`${lines.join('\n')}\n`);
     });
 };
 

@@ -26,6 +26,7 @@ export const registerReport: RegisterCommand = (program, ctx) => {
     .option('--out <file>', 'write the report to this file instead of standard output')
     .action((flags: ReportFlags) => {
       const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
+      ctx.noteLedger(ledgerPath);
       const ledger = openReportLedger(ledgerPath);
       let text: string;
       let jobId: number;

@@ -39,6 +39,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         });
       }
       const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
+      ctx.noteLedger(ledgerPath);
       const ledger = Ledger.open(ledgerPath, { mustExist: true });
       try {
         const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
@@ -52,22 +53,27 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         }
         const logger = ctx.createLogger();
         const rows = formatRowList(result.resolved);
+        const crashed = result.crashedRuns === 0
+          ? []
+          : [`job ${jobId}: ${result.crashedRuns} run(s) had ended without recording it (crash or kill): the ${result.newlyInDoubt} row(s) they left in flight are now in doubt`];
         const done = result.resolved.length === 0
           ? `job ${jobId}: no rows in doubt; nothing to resolve`
           : `job ${jobId}: ${result.resolved.length} row(s) resolved from in_doubt to ${flags.as} (rows ${rows})`;
         const after = result.jobStatus === 'completed'
           ? `job ${jobId} is completed: every row is final`
           : `job ${jobId} has ${result.unfinished} unfinished row(s): the next \`quote-batch run\` of the same file and mapping ${flags.as === 'pending' ? 'sends the rows set to pending' : 'goes on with them'}`;
-        ctx.io.out(`${done}\n${after}\n`);
         if (ctx.jsonLog) {
           logger.info('resolved rows in doubt', {
             event: 'resolve', job: jobId, to: flags.as, resolved: result.resolved.length, job_status: result.jobStatus, unfinished: result.unfinished,
+            crashed_runs: result.crashedRuns, newly_in_doubt: result.newlyInDoubt,
           });
         }
+        // Recorded: a reader that closes standard output no longer changes the outcome.
+        ctx.setExitCode(0);
+        ctx.io.out(`${[...crashed, done, after].join('\n')}\n`);
       } finally {
         ledger.close();
       }
-      ctx.setExitCode(0);
     });
 };
 

@@ -12,6 +12,7 @@ import { formatDuration } from '../duration.js';
 import { outputColumns } from '../io.js';
 import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
 import { FixedLimiter } from '../partner/concurrency.js';
+import type { PartnerClient } from '../partner/index.js';
 import { openPartner } from './_connect.js';
 import { parseDurationFlag, parseNumberIn, type RegisterCommand } from './context.js';
 
@@ -110,6 +111,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
 
     // A missing column or unreadable input is a usage error before any ledger file is created.
     await checkInputHeader(inputPath, mapping);
+    ctx.noteLedger(ledgerPath);
     const ledger = Ledger.open(ledgerPath);
     const progress = createProgressReporter(
       io,
@@ -152,7 +154,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
             maxRetryAfterMs: settings.maxRetryAfterMs,
             onEvent,
           }, config, (message) => logger.info(message, { event: 'sandbox_started' }));
-          return { client: c.client, baseUrl: c.baseUrl, close: c.close };
+          return { client: noticingRequests(c.client, () => ctx.noteRequestsSent()), baseUrl: c.baseUrl, close: c.close };
         },
         maxOutageMs: settings.maxOutageMs,
         adaptive: settings.adaptive,
@@ -176,6 +178,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       // The summary's level says whether the job is done: info when completed, warn when not.
       if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result)}`, fields);
       else if (flags.jsonLog === true) logger.info(`run finished: ${nextStep(result)}`, fields);
+      // Recorded: a reader that closes standard output no longer changes the exit code.
+      ctx.setExitCode(result.exitCode);
       io.out(formatSummary(result, ledger, outputColumns(io)));
       return result.exitCode;
     } finally {
@@ -186,6 +190,27 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     }
   }
 };
+
+/**
+ * The client, telling `onCall` before each call that may send a request (validation, quote,
+ * lead). A Proxy, so that members the client gains pass through; its methods run on the client
+ * itself (they use private fields).
+ */
+function noticingRequests(client: PartnerClient, onCall: () => void): PartnerClient {
+  const sending: ReadonlySet<PropertyKey> = new Set<keyof PartnerClient>(['validateAgent', 'submit', 'submitJson']);
+  return new Proxy(client, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      const method = value as (...args: unknown[]) => unknown;
+      if (!sending.has(property)) return method.bind(target);
+      return (...args: unknown[]) => {
+        onCall();
+        return method.apply(target, args);
+      };
+    },
+  });
+}
 
 /** A duration from the config file (text such as `10m`, or a number of seconds). */
 function durationDefault(value: string | number | undefined, flag: string): number | undefined {

@@ -105,6 +105,9 @@ export class CsvDecoder implements Decoder {
   #recordDelimiter: string[] | undefined;
   /** The chunks of the first line while its line end is not yet seen; undefined after. */
   #firstLine: Buffer[] | undefined = [];
+  #firstLineBytes = 0;
+  /** Offset of the first line's first CR or LF in those chunks, once seen. */
+  #firstBreak = -1;
   #toRecord: (values: string[]) => Record<string, unknown> = () => ({});
   #out: InputItem[] = [];
   readonly #onRecordBound = (values: string[]): void => this.#onRecord(values);
@@ -179,16 +182,33 @@ export class CsvDecoder implements Decoder {
   #holdFirstLine(chunk: Buffer): void {
     const held = this.#firstLine as Buffer[];
     held.push(chunk);
-    const breakAt = indexOfLineEnd(chunk);
-    // A CR ending the chunk may be the first half of a CRLF: wait for the next byte.
-    if (breakAt === -1 || (breakAt + 1 === chunk.length && chunk[breakAt] === CR)) {
-      const length = held.reduce((sum, piece) => sum + piece.length, 0);
-      if (length > this.#max + 3) {
-        throw new QuoteBatchError('E_INPUT', `the header of ${this.#label} (line 1) is longer than ${this.#max} bytes`);
+    const before = this.#firstLineBytes;
+    this.#firstLineBytes += chunk.length;
+    if (this.#firstBreak === -1) {
+      const lf = chunk.indexOf(LF);
+      const cr = lf === -1 ? chunk.indexOf(CR) : chunk.subarray(0, lf).indexOf(CR);
+      const breakAt = cr === -1 ? lf : cr;
+      if (breakAt === -1) {
+        if (this.#firstLineBytes > this.#max + 3) {
+          throw new QuoteBatchError('E_INPUT', `the header of ${this.#label} (line 1) is longer than ${this.#max} bytes`);
+        }
+        return;
       }
-      return;
+      this.#firstBreak = before + breakAt;
     }
+    // A CR may begin CR LF, or CR CR LF (a CRLF file converted to CRLF again): see two more bytes.
+    if (this.#firstLineHeld(this.#firstBreak) === CR && this.#firstLineBytes < this.#firstBreak + 3) return;
     this.#releaseFirstLine(Buffer.concat(held));
+  }
+
+  /** The byte at `offset` of the first line's chunks held so far. */
+  #firstLineHeld(offset: number): number | undefined {
+    let rest = offset;
+    for (const piece of this.#firstLine ?? []) {
+      if (rest < piece.length) return piece[rest];
+      rest -= piece.length;
+    }
+    return undefined;
   }
 
   #releaseFirstLine(data: Buffer): void {
@@ -196,7 +216,8 @@ export class CsvDecoder implements Decoder {
     const breakAt = indexOfLineEnd(data);
     // A quote before the break may hide it inside a quoted field: then csv-parse guesses after all.
     if (breakAt !== -1 && !data.subarray(0, breakAt).includes(QUOTE)) {
-      const delimiter = data[breakAt] === LF ? (data[breakAt - 1] === CR ? '\r\n' : '\n') : '\r';
+      const doubled = data[breakAt] === CR && data[breakAt + 1] === CR && data[breakAt + 2] === LF;
+      const delimiter = doubled ? '\r\r\n' : data[breakAt] === LF ? (data[breakAt - 1] === CR ? '\r\n' : '\n') : '\r';
       this.#recordDelimiter = [delimiter];
       this.#engine = this.#createEngine(true);
     }

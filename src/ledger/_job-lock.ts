@@ -8,7 +8,7 @@
  * a reused pid nor another container sharing the volume (same host, same kernel) is mistaken for
  * a live holder. Node has no flock(); better-sqlite3 gives us fcntl locks through SQLite.
  *
- * Two rules keep the lock sound:
+ * Three rules keep the lock sound:
  * - Never open the lock file with `fs` while this process may hold it: closing any descriptor of
  *   a file drops every POSIX lock the process holds on it. The file is only ever created with
  *   O_EXCL (no descriptor is opened when it exists).
@@ -16,8 +16,10 @@
  *   a file already unlinked holds nothing that others can see, so acquire() checks that the path
  *   still names the file it locked and otherwise tries again. (A lock file deleted by hand while
  *   held is caught by the ledger: see `Ledger.tryLockJob`.)
+ * - A lock file this process may not write is refused: SQLite would open it read-only, and a
+ *   read-only `BEGIN EXCLUSIVE` locks nothing.
  */
-import { closeSync, openSync, statSync, unlinkSync, type Stats } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 
@@ -51,12 +53,14 @@ export function tryAcquireJobLock(ledgerPath: string, jobId: number): JobLock | 
     createIfAbsent(path);
     const before = statOrUndefined(path);
     if (before === undefined) continue;
+    assertWritable(path, before);
     let db: Database.Database;
     try {
       // timeout 0: a held lock fails at once (SQLITE_BUSY) instead of waiting.
       db = new Database(path, { fileMustExist: true, timeout: 0 });
     } catch (error) {
-      if (isMissing(error)) continue;
+      // SQLite says only "cannot open": the file was deleted meanwhile (try again), or something else.
+      if ((error as { code?: unknown }).code === 'SQLITE_CANTOPEN' && statOrUndefined(path) === undefined) continue;
       throw lockFileError(path, error);
     }
     try {
@@ -117,8 +121,25 @@ function statOrUndefined(path: string): Stats | undefined {
 }
 
 function isMissing(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return code === 'ENOENT' || code === 'SQLITE_CANTOPEN';
+  return (error as { code?: unknown }).code === 'ENOENT';
+}
+
+/**
+ * A lock file this process may not write is refused. SQLite would open it read-only without a
+ * word, and then its `BEGIN EXCLUSIVE` takes no lock at all: two processes would both "hold" the
+ * job. `access(2)` opens no descriptor, so it cannot drop a lock this process holds (see above).
+ */
+function assertWritable(path: string, stats: Stats): void {
+  try {
+    accessSync(path, constants.R_OK | constants.W_OK);
+  } catch (error) {
+    if (isMissing(error)) return; // deleted meanwhile: opening it fails and the caller tries again
+    const owner = process.getuid?.() === stats.uid ? '' : ` (it belongs to uid ${stats.uid}, mode ${(stats.mode & 0o777).toString(8).padStart(4, '0')})`;
+    throw new QuoteBatchError('E_LEDGER', `cannot use the job lock file ${path}: permission denied${owner}`, {
+      cause: error,
+      hint: 'run quote-batch as the user that owns the ledger and its lock files, or give that user read and write access to them (chown/chmod)',
+    });
+  }
 }
 
 function lockFileError(path: string, error: unknown): QuoteBatchError {

@@ -3,6 +3,7 @@
  * jobs (`prune`). Both hold the job's lock while they change it, so neither can race a run.
  */
 import { statSync } from 'node:fs';
+import type Database from 'better-sqlite3';
 import type { Ledger } from './ledger.js';
 import { now } from './ledger.js';
 import { boundText } from './limits.js';
@@ -23,6 +24,10 @@ export interface ResolveRequest {
 export interface ResolveResult {
   /** Rows settled, in order. Empty when some were refused. */
   resolved: number[];
+  /** Runs of the job found still `running` under the lock (their process died): now `crashed`. */
+  crashedRuns: number;
+  /** Rows those runs left `in_flight`: now `in_doubt` (and settled with the others when named). */
+  newlyInDoubt: number;
   /** Rows named that are not in doubt (state null: no such row): when any, nothing was changed. */
   refused: { row: number; state: RowState | null }[];
   /** The job's status after the change (`completed` once every row is final). */
@@ -34,8 +39,11 @@ export interface ResolveResult {
 /**
  * Settles rows `in_doubt` of a job as `succeeded` (the partner has them) or `pending` (it does not:
  * the next run sends them), one `resolutions` row each, in one transaction under the job's lock.
- * Only rows in doubt are changed: if any row named is in another state (or absent), nothing is.
- * The job becomes `completed` when every row of the whole file is then final.
+ * First, as a run's start does, runs a killed process left `running` become `crashed` and their
+ * rows `in_flight` become `in_doubt` (holding the lock proves that process is dead).
+ * Only rows in doubt are changed: if any row named is in another state (or absent), nothing is
+ * (the crashed runs are settled all the same). The job becomes `completed` when every row of the
+ * whole file is then final.
  */
 export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): ResolveResult {
   const { db } = ledger;
@@ -48,6 +56,7 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
     `INSERT INTO resolutions (job_id, row_number, from_state, to_state, note, resolved_at) VALUES (?, ?, 'in_doubt', ?, ?, ?)`,
   );
   const tx = db.transaction((): ResolveResult => {
+    const crashed = settleCrashedRuns(ledger, jobId);
     let rows: number[];
     if (request.rows === 'all-in-doubt') {
       rows = db.prepare(`SELECT row_number FROM rows WHERE job_id = ? AND state = 'in_doubt' ORDER BY row_number`).pluck().all(jobId) as number[];
@@ -56,7 +65,7 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
       const refused = rows
         .map((row) => ({ row, state: (stateOf.get(jobId, row) as RowState | undefined) ?? null }))
         .filter((r) => r.state !== 'in_doubt');
-      if (refused.length > 0) return { resolved: [], refused, ...jobState(ledger, jobId) };
+      if (refused.length > 0) return { resolved: [], refused, ...crashed, ...jobState(ledger, jobId) };
     }
     const at = now();
     const note = boundText(request.note);
@@ -71,9 +80,28 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
     const after = jobState(ledger, jobId);
     const status: JobStatus = after.unfinished === 0 && everyRowRecorded(ledger, jobId) ? 'completed' : after.jobStatus === 'completed' ? 'interrupted' : after.jobStatus;
     if (status !== after.jobStatus) ledger.setJobStatus(jobId, status);
-    return { resolved: rows, refused: [], jobStatus: status, unfinished: after.unfinished };
+    return { resolved: rows, refused: [], ...crashed, jobStatus: status, unfinished: after.unfinished };
   });
   return ledger.withJobLock(jobId, () => tx.immediate());
+}
+
+/**
+ * What `Ledger.startRun` does to earlier runs, for a caller holding the job's lock without starting
+ * a run: runs still `running` belong to dead processes (`crashed`), their rows `in_flight` become
+ * `in_doubt`, and a job left `running` is `interrupted`. Call inside a write transaction.
+ */
+function settleCrashedRuns(ledger: Ledger, jobId: number): { crashedRuns: number; newlyInDoubt: number } {
+  const { db } = ledger;
+  const at = now();
+  // The same statements as the ledger's `crashRunningRuns` and `inFlightToInDoubt`.
+  const crashedRuns = db.prepare(`UPDATE runs SET status = 'crashed', finished_at = ? WHERE job_id = ? AND status = 'running'`).run(at, jobId).changes;
+  const newlyInDoubt = db.prepare(
+    `UPDATE rows SET state = 'in_doubt', updated_at = ?,
+       error_message = COALESCE(error_message, 'the process stopped while the request was in flight')
+     WHERE job_id = ? AND state = 'in_flight'`,
+  ).run(at, jobId).changes;
+  if (ledger.getJob(jobId)?.status === 'running') ledger.setJobStatus(jobId, 'interrupted');
+  return { crashedRuns, newlyInDoubt };
 }
 
 function jobState(ledger: Ledger, jobId: number): { jobStatus: JobStatus; unfinished: number } {
@@ -102,6 +130,13 @@ export interface PruneOptions {
   dryRun: boolean;
   /** The present (for tests). */
   now?: Date;
+  /** Rows (or attempts, samples) deleted per transaction; default {@link PRUNE_BATCH_ROWS}. */
+  batchRows?: number;
+  /**
+   * Called after each committed batch, when no transaction of this connection is open: where a
+   * caller may report progress, and where another process's writes get their turn.
+   */
+  onBatch?: (progress: { jobId: number; deleted: number }) => void;
 }
 
 export interface PruneCandidate {
@@ -123,9 +158,19 @@ export interface PruneResult {
 }
 
 /**
- * Drops old jobs with their rows, attempts, runs, run samples and resolutions, in one
- * transaction, holding each job's lock (a job another process holds is left alone); then deletes
- * the dropped jobs' lock files. The `agents` cache is kept (its `job_id` is cleared).
+ * Rows deleted per transaction by `prune`: each transaction holds the ledger's write lock for a
+ * few tens of milliseconds, so a run writing meanwhile waits that long, not for the whole prune.
+ */
+export const PRUNE_BATCH_ROWS = 10_000;
+
+/**
+ * Drops old jobs with their rows, attempts, runs, run samples and resolutions, one job at a time:
+ * it takes the job's lock (a job another process holds is left alone), deletes the job's records
+ * in batches of {@link PRUNE_BATCH_ROWS} (one transaction each), the job itself last, then deletes
+ * its lock file and releases it. So at most one lock is held, whatever the number of jobs, and a
+ * concurrent run's writes get in between batches. A prune stopped halfway leaves a job partly
+ * deleted but still listed and eligible: the next prune finishes it. The `agents` cache is kept
+ * (its `job_id` is cleared).
  */
 export function pruneJobs(ledger: Ledger, options: PruneOptions): PruneResult {
   const { db } = ledger;
@@ -142,26 +187,57 @@ export function pruneJobs(ledger: Ledger, options: PruneOptions): PruneResult {
     .all(options.includeUnfinished ? 1 : 0, cutoff) as PruneCandidate[];
   if (options.dryRun) return { cutoff, dropped: candidates, inUse: [] };
 
+  const drop = jobDropper(db, options.batchRows ?? PRUNE_BATCH_ROWS, options.onBatch);
   const dropped: PruneCandidate[] = [];
   const inUse: PruneCandidate[] = [];
-  for (const job of candidates) (ledger.tryLockJob(job.id) ? dropped : inUse).push(job);
-  if (dropped.length === 0) return { cutoff, dropped, inUse };
-  const ids = JSON.stringify(dropped.map((job) => job.id));
-  const inJobs = 'IN (SELECT value FROM json_each(?))';
-  const drop = db.transaction(() => {
-    db.prepare(`DELETE FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id ${inJobs})`).run(ids);
-    for (const table of ['resolutions', 'attempts', 'rows', 'runs']) db.prepare(`DELETE FROM ${table} WHERE job_id ${inJobs}`).run(ids);
-    db.prepare(`UPDATE agents SET job_id = NULL WHERE job_id ${inJobs}`).run(ids);
-    db.prepare(`DELETE FROM jobs WHERE id ${inJobs}`).run(ids);
-  });
-  try {
-    drop.immediate();
-  } catch (error) {
-    for (const job of dropped) ledger.unlockJob(job.id);
-    throw error;
+  for (const job of candidates) {
+    if (!ledger.tryLockJob(job.id)) {
+      inUse.push(job);
+      continue;
+    }
+    try {
+      drop(job.id);
+    } catch (error) {
+      ledger.unlockJob(job.id);
+      throw error;
+    }
+    ledger.removeJobLock(job.id);
+    dropped.push(job);
   }
-  for (const job of dropped) ledger.removeJobLock(job.id);
   return { cutoff, dropped, inUse };
+}
+
+/** Deletes one job's records in batches (see {@link pruneJobs}); the statements are prepared once. */
+function jobDropper(db: Database.Database, limit: number, onBatch: PruneOptions['onBatch']): (jobId: number) => void {
+  const runsOf = 'SELECT id FROM runs WHERE job_id = @job';
+  const batches = [
+    `DELETE FROM run_samples WHERE (run_id, elapsed_ms) IN
+       (SELECT run_id, elapsed_ms FROM run_samples WHERE run_id IN (${runsOf}) LIMIT @limit)`,
+    'DELETE FROM resolutions WHERE id IN (SELECT id FROM resolutions WHERE job_id = @job LIMIT @limit)',
+    'DELETE FROM attempts WHERE id IN (SELECT id FROM attempts WHERE job_id = @job LIMIT @limit)',
+    'DELETE FROM rows WHERE job_id = @job AND row_number IN (SELECT row_number FROM rows WHERE job_id = @job LIMIT @limit)',
+  ].map((sql) => db.prepare(sql));
+  const runs = db.prepare('DELETE FROM runs WHERE job_id = ?');
+  const agents = db.prepare('UPDATE agents SET job_id = NULL WHERE job_id = ?');
+  const job = db.prepare('DELETE FROM jobs WHERE id = ?');
+  const last = db.transaction((jobId: number) => {
+    runs.run(jobId);
+    agents.run(jobId);
+    job.run(jobId);
+  });
+  return (jobId) => {
+    let deleted = 0;
+    for (const batch of batches) {
+      // Each statement is its own transaction (autocommit); fewer than `limit` deleted means done.
+      let n: number;
+      do {
+        n = batch.run({ job: jobId, limit }).changes;
+        deleted += n;
+        onBatch?.({ jobId, deleted });
+      } while (n >= limit);
+    }
+    last.immediate(jobId);
+  };
 }
 
 export interface VacuumResult {
@@ -175,22 +251,29 @@ export interface VacuumResult {
 /**
  * Returns the space of deleted rows to the file system (VACUUM, then a WAL checkpoint that
  * truncates the log). VACUUM rewrites the whole file and holds the ledger's write lock meanwhile,
- * so it is done only when no other process works on any job of the ledger, whose locks are held
- * meanwhile so that no run starts halfway.
+ * so it is done only when no other process works on any job of the ledger. To know that with one
+ * lock open at a time (a ledger may hold thousands of unfinished jobs), each unfinished job's lock
+ * is tried and released in turn while this connection holds the ledger's write lock, so a run that
+ * starts during the probe waits for it (it must write to create its job or run). VACUUM itself
+ * cannot run in that transaction: a run starting in the moment between the two waits for VACUUM,
+ * and one that outwaits its busy timeout stops with a one-line `E_LEDGER` (ledger busy) error.
  */
 export function vacuumLedger(ledger: Ledger): VacuumResult {
+  const { db } = ledger;
   const bytesBefore = ledgerBytes(ledger.path);
-  const unfinished = ledger.db.prepare(`SELECT id FROM jobs WHERE status != 'completed' ORDER BY id`).pluck().all() as number[];
-  const taken: number[] = [];
-  const busy: number[] = [];
-  try {
-    for (const id of unfinished) (ledger.tryLockJob(id) ? taken : busy).push(id);
-    if (busy.length > 0) return { bytesBefore, bytesAfter: bytesBefore, skippedForJobs: busy };
-    ledger.db.exec('VACUUM');
-    ledger.db.pragma('wal_checkpoint(TRUNCATE)');
-  } finally {
-    for (const id of taken) ledger.unlockJob(id);
-  }
+  const probe = db.transaction((): number[] => {
+    const unfinished = db.prepare(`SELECT id FROM jobs WHERE status != 'completed' ORDER BY id`).pluck().all() as number[];
+    const busy: number[] = [];
+    for (const id of unfinished) {
+      if (ledger.tryLockJob(id)) ledger.unlockJob(id);
+      else busy.push(id);
+    }
+    return busy;
+  });
+  const busy = probe.immediate();
+  if (busy.length > 0) return { bytesBefore, bytesAfter: bytesBefore, skippedForJobs: busy };
+  db.exec('VACUUM');
+  db.pragma('wal_checkpoint(TRUNCATE)');
   return { bytesBefore, bytesAfter: ledgerBytes(ledger.path), skippedForJobs: [] };
 }
 

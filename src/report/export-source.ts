@@ -8,6 +8,7 @@
  * up to the next row's position. The input is read once, front to back (decompressed on the fly for
  * .gz); the ledger's rows are streamed in row order: memory holds one record at a time.
  */
+import { isUtf8 } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
@@ -41,7 +42,11 @@ const CHUNK_BYTES = 64 * 1024;
 const LF = 0x0a;
 const CR = 0x0d;
 const QUOTE = 0x22;
+const SPACE = 0x20;
+const TAB = 0x09;
+const CLOSE_BRACE = 0x7d;
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+const CRLF = Buffer.from([CR, LF]);
 
 interface LedgerRow {
   row_number: number;
@@ -68,10 +73,12 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
   let count = 0;
   try {
     let eol = '\n';
+    let fields = 0;
     if (!csv && (await cursor.peek(3)).equals(BOM)) out.push(BOM); // the file's, not its first line's
     if (csv) {
       const header = await readHeader(cursor, input.path);
       eol = header.eol;
+      fields = countFields(header.bytes, input.delimiter);
       out.push(header.bytes);
       out.push(Buffer.from(`${SOURCE_EXPORT_COLUMNS.map((c) => input.delimiter + c).join('')}${eol}`));
     }
@@ -97,7 +104,7 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
         terminator = line.crlf ? '\r\n' : '\n';
       }
       if (record !== null && start === 0 && !csv && record.subarray(0, 3).equals(BOM)) record = record.subarray(3);
-      out.push(csv ? csvRecord(record, row, input.delimiter, eol) : ndjsonRecord(record, row, terminator));
+      out.push(csv ? csvRecord(record, row, input.delimiter, eol, fields) : ndjsonRecord(record, row, terminator));
       count += 1;
     };
     const rows = db.prepare(
@@ -154,7 +161,10 @@ async function csvRecordEnd(input: SourceInput, row: LedgerRow): Promise<number 
   }
 }
 
-/** The CSV header's bytes as they are (a BOM kept) without its line end, and that line end. */
+/**
+ * The CSV header's bytes as they are (a BOM kept) without its line end, and that line end: LF,
+ * CR LF, a lone CR, or CR CR LF (a file converted to CR LF twice, which the reader accepts too).
+ */
 async function readHeader(cursor: ByteCursor, path: string): Promise<{ bytes: Buffer; eol: string }> {
   let quoted = false;
   const end = await cursor.scan((byte, next) => {
@@ -165,38 +175,75 @@ async function readHeader(cursor: ByteCursor, path: string): Promise<{ bytes: Bu
   if (end === undefined) throw new QuoteBatchError('E_INPUT', `cannot read the header of input file ${path}`);
   const bytes = (await cursor.read(end.position, DEFAULT_MAX_RECORD_BYTES)) ?? Buffer.alloc(0);
   const eol = end.eol === 2 ? '\r\n' : bytes[bytes.length - 1] === CR ? '\r' : '\n';
+  if (eol === '\r' && (await cursor.peek(2)).equals(CRLF)) {
+    await cursor.read(end.position + 2, 2);
+    return { bytes: bytes.subarray(0, bytes.length - 1), eol: '\r\r\n' };
+  }
   return { bytes: bytes.subarray(0, bytes.length - eol.length), eol };
 }
 
-/** A CSV record without its line end(s), the three cells appended with the input's delimiter. */
-function csvRecord(record: Buffer | null, row: LedgerRow, delimiter: string, eol: string): Buffer {
+/** The fields of a CSV header: its delimiters outside quotes, plus one. */
+function countFields(header: Buffer, delimiter: string): number {
+  const separator = Buffer.from(delimiter);
+  let quoted = false;
+  let fields = 1;
+  for (let i = 0; i < header.length; i += 1) {
+    if (header[i] === QUOTE) quoted = !quoted;
+    else if (!quoted && header[i] === separator[0] && header.subarray(i, i + separator.length).equals(separator)) {
+      fields += 1;
+      i += separator.length - 1;
+    }
+  }
+  return fields;
+}
+
+/**
+ * A CSV record without its line end(s), the three cells appended with the input's delimiter. A
+ * record too long to copy (null) becomes `fields` empty cells, so the three land in their columns.
+ */
+function csvRecord(record: Buffer | null, row: LedgerRow, delimiter: string, eol: string, fields: number): Buffer {
   const cells = [row.state, row.error_code, row.error_message].map((v) => delimiter + formatCsvCell(v, delimiter)).join('');
-  if (record === null) return Buffer.from(`${cells.slice(delimiter.length)}${eol}`); // too long to copy: the outcome alone
+  if (record === null) return Buffer.from(`${delimiter.repeat(fields - 1)}${cells}${eol}`);
   let end = record.length;
   while (end > 0 && (record[end - 1] === LF || record[end - 1] === CR)) end -= 1;
   return Buffer.concat([record.subarray(0, end), Buffer.from(`${cells}${eol}`)]);
 }
 
 /**
- * An NDJSON line with the three keys added at the end of its object, the rest of its text kept as
- * it was; a line that is not a JSON object (an unreadable row) goes into `qb_line` as text.
+ * An NDJSON line with the three keys added at the end of its object: its bytes up to the closing
+ * `}` kept as they are (invalid UTF-8 included). A line that is not a JSON object (an unreadable
+ * row) becomes an object holding it: `qb_line` its text when it is valid UTF-8, else
+ * `qb_line_base64` its bytes; a line too long to copy, `"qb_line": null`.
  */
 function ndjsonRecord(record: Buffer | null, row: LedgerRow, eol: string): Buffer {
-  const added = `"qb_state":${JSON.stringify(row.state)},"qb_error_code":${JSON.stringify(row.error_code)},"qb_error_message":${JSON.stringify(row.error_message)}`;
-  const text = record === null ? null : record.toString('utf8');
-  let parsed: unknown;
+  const added = `"qb_state":${JSON.stringify(row.state)},"qb_error_code":${JSON.stringify(row.error_code)},"qb_error_message":${JSON.stringify(row.error_message)}}${eol}`;
+  if (record === null) return Buffer.from(`{"qb_line":null,${added}`);
+  const keys = objectKeyCount(record);
+  if (keys !== undefined) {
+    // Parsed as an object: its last byte but JSON white space is its closing brace.
+    let close = record.length - 1;
+    while (record[close] !== CLOSE_BRACE) close -= 1;
+    let head = close;
+    while (head > 0 && isJsonSpace(record[head - 1])) head -= 1;
+    return Buffer.concat([record.subarray(0, head), Buffer.from(`${keys === 0 ? '' : ','}${added}`)]);
+  }
+  const line = isUtf8(record) ? `"qb_line":${JSON.stringify(record.toString('utf8'))}` : `"qb_line_base64":"${record.toString('base64')}"`;
+  return Buffer.from(`{${line},${added}`);
+}
+
+/** The number of keys when `record` is a JSON object (invalid UTF-8 inside its strings allowed), else undefined. */
+function objectKeyCount(record: Buffer): number | undefined {
   try {
-    parsed = text === null ? undefined : JSON.parse(text);
+    // Invalid bytes decode as U+FFFD, which leaves the JSON's structure as it is.
+    const parsed: unknown = JSON.parse(record.toString('utf8'));
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? Object.keys(parsed).length : undefined;
   } catch {
-    parsed = undefined;
+    return undefined;
   }
-  if (text !== null && parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
-    const close = text.lastIndexOf('}');
-    const head = text.slice(0, close).trimEnd();
-    const comma = Object.keys(parsed).length === 0 ? '' : ',';
-    return Buffer.from(`${head}${comma}${added}}${eol}`);
-  }
-  return Buffer.from(`{"qb_line":${JSON.stringify(text)},${added}}${eol}`);
+}
+
+function isJsonSpace(byte: number | undefined): boolean {
+  return byte === SPACE || byte === TAB || byte === LF || byte === CR;
 }
 
 /** Gathers chunks into writes of about {@link CHUNK_BYTES}. */

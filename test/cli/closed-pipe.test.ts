@@ -1,6 +1,7 @@
 /**
  * Output to a closed pipe (`quote-batch export … | head -1`) ends the command quietly with exit 0,
- * never a stack trace (contract §9).
+ * never a stack trace (contract §9); `run`, `resolve` and `prune` keep the exit code of the outcome
+ * they recorded (`run … | true` in cron must not report an unfinished job as done).
  */
 import { spawn } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -47,11 +48,19 @@ describe('a closed standard output', () => {
     ['jobs', () => ['jobs', '--ledger', tmp.path('l.db')]],
     ['preview', () => ['preview', csv, '--mapping', MAPPING_CSV, '--rows', '500']],
     ['check (1 when its output is read: some rows are invalid)', () => ['check', csv, '--mapping', MAPPING_CSV]],
-    ['run of a completed job (its summary)', () => ['run', csv, '--mapping', MAPPING_CSV, '--ledger', tmp.path('l.db'), '--quiet']],
   ])('%s: exit 0, no stack trace', async (_name, args) => {
     const ended = await runIntoClosedPipe(args(), tmp.dir);
     expect(ended.stderr).not.toMatch(/EPIPE|Error|internal error|\n\s+at /);
     expect([ended.code, ended.signal], ended.stderr).toEqual([0, null]);
+  });
+
+  it.each([
+    ['a completed job with invalid rows: 1', () => ['run', csv, '--mapping', MAPPING_CSV, '--ledger', tmp.path('l.db'), '--quiet'], 1],
+    ['a job left unfinished (--limit): 3', () => ['run', csv, '--mapping', MAPPING_CSV, '--ledger', tmp.path('limited.db'), '--limit', '20', '--quiet'], 3],
+  ])('run keeps its own exit code, %s', async (_name, args, code) => {
+    const ended = await runIntoClosedPipe(args(), tmp.dir);
+    expect(ended.stderr).not.toMatch(/EPIPE|Error|internal error|\n\s+at /);
+    expect([ended.code, ended.signal], ended.stderr).toEqual([code, null]);
   });
 
   it('`export | head -1` in a shell with pipefail: the header line, exit 0', async () => {

@@ -1,10 +1,11 @@
 /** `quote-batch resolve` and `quote-batch prune` (issue 9 item 8), as ops run them. */
-import { copyFileSync, existsSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, chownSync, copyFileSync, existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Ledger } from '../../src/ledger/index.js';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { runCli } from '../helpers/cli.js';
+import { CLI, cliEnv, runCli, type CliResult } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { KEY, MAPPING_CSV, readLedger, SAMPLE_CSV, startTestSandbox } from '../pipeline/_setup.js';
 
@@ -100,6 +101,26 @@ describe('resolve and prune', () => {
     }
   });
 
+  it('resolve after a run was killed: its rows left in flight are in doubt, and can be resolved at once', async () => {
+    // What kill -9 leaves: the run still `running`, rows `in_flight`, the job lock free.
+    const ledger = ledgerWith(`UPDATE rows SET state = 'in_flight' WHERE row_number IN (17, 18);
+      UPDATE runs SET status = 'running', finished_at = NULL; UPDATE jobs SET status = 'running', finished_at = NULL;`);
+    const first = await cli(['resolve', '--ledger', ledger, '--rows', '17', '--as', 'succeeded', '--note', 'in the portal']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toBe([
+      'job 1: 1 run(s) had ended without recording it (crash or kill): the 2 row(s) they left in flight are now in doubt',
+      'job 1: 1 row(s) resolved from in_doubt to succeeded (rows 17)',
+      'job 1 has 1 unfinished row(s): the next `quote-batch run` of the same file and mapping goes on with them',
+      '',
+    ].join('\n'));
+    const second = await cli(['resolve', '--ledger', ledger, '--all-in-doubt', '--as', 'pending']);
+    expect(second.stdout).toMatch(/^job 1: 1 row\(s\) resolved from in_doubt to pending \(rows 18\)\n/);
+    const view = readLedger(ledger);
+    expect(view.runs.map((r) => r.status)).toEqual(['crashed']);
+    expect(view.jobs[0]?.status).toBe('interrupted');
+    expect(view.rows.filter((r) => [17, 18].includes(r.row_number)).map((r) => r.state)).toEqual(['succeeded', 'pending']);
+  });
+
   it('resolve exits 4 while another process holds the job', async () => {
     const ledger = ledgerWith(IN_DOUBT);
     const holder = Ledger.open(ledger);
@@ -130,6 +151,74 @@ describe('resolve and prune', () => {
     expect(readLedger(ledger).jobs).toEqual([]);
     expect(statSync(ledger).size).toBeLessThan(before / 2);
     expect(existsSync(`${ledger}.job-1.lock`)).toBe(false);
+  });
+
+  it('prunes and vacuums hundreds of jobs with few file descriptors (one job lock at a time)', async () => {
+    const jobs = (status: string, at: string) => `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+      INSERT INTO jobs (input_path, input_sha256, input_format, mapping_path, mapping_sha256, environment, operation, status, created_at, finished_at)
+      SELECT 'night-' || i || '.csv', printf('%064d', i), 'csv', 'm.yaml', printf('%064d', 0), 'sandbox', 'quote', '${status}', '${at}', NULL FROM n;`;
+    const ledger = ledgerWith(`UPDATE jobs SET created_at = '2020-01-01T00:00:00.000Z', finished_at = '2020-01-01T01:00:00.000Z';
+      UPDATE runs SET started_at = '2020-01-01T00:00:00.000Z', finished_at = '2020-01-01T01:00:00.000Z', heartbeat_at = NULL;
+      ${jobs('completed', '2020-01-02T00:00:00.000Z')} ${jobs('interrupted', new Date().toISOString())}`);
+    // 256 descriptors: holding two per job, 300 locks at once would run out.
+    const result = await new Promise<CliResult>((resolve) => {
+      const child = spawn('/bin/bash', ['-c', 'ulimit -n 256 && exec "$@"', 'bash', process.execPath, CLI, 'prune', '--ledger', ledger, '--older-than', '30d', '--vacuum'], {
+        cwd: tmp.dir, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve({ code, signal, stdout, stderr });
+      });
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^dropped 301 completed jobs without activity since \S+ \(200 rows\): 1 \(completed, .*leads\.csv\), 2 \(completed, night-1\.csv\), .* and 291 more\nvacuum: ledger /);
+    expect(readLedger(ledger).jobs).toHaveLength(300);
+    const name = ledger.split('/').pop() as string;
+    // The dropped jobs' lock files are gone; the 300 unfinished jobs' stay (the vacuum tried each).
+    expect(readdirSync(tmp.dir).filter((f) => f.startsWith(`${name}.job-`))).toHaveLength(300);
+  });
+
+  /** Runs the CLI as another user (root: uid 65534) or as this one, for files whose modes say no. */
+  function cliAs(uid: number | undefined, args: readonly string[]): Promise<CliResult> {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [CLI, ...args], {
+        cwd: tmp.dir, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'], ...(uid === undefined ? {} : { uid, gid: uid }),
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    });
+  }
+
+  it.each([
+    ['not readable', 0o600, 0o000],
+    ['readable only (SQLite would open it read-only and lock nothing)', 0o644, 0o444],
+  ])('a job lock file %s: permission denied, exit 2, nothing changed', async (_name, rootMode, ownMode) => {
+    const ledger = ledgerWith(IN_DOUBT);
+    const lock = `${ledger}.job-1.lock`;
+    writeFileSync(lock, '');
+    // Root may open anything: the CLI then runs as nobody, with the ledger and its directory its own.
+    const asRoot = process.getuid?.() === 0;
+    const other = asRoot ? 65534 : undefined;
+    if (asRoot) {
+      chmodSync(tmp.dir, 0o777);
+      chownSync(ledger, 65534, 65534);
+      chmodSync(lock, rootMode);
+    } else {
+      chmodSync(lock, ownMode);
+    }
+    const result = await cliAs(other, ['resolve', '--ledger', ledger, '--all-in-doubt', '--as', 'succeeded']);
+    expect(result.stderr).toMatch(new RegExp(`^error: cannot use the job lock file ${lock.replaceAll('.', '\\.')}: permission denied.*\nhint: run quote-batch as the user that owns the ledger and its lock files, or give that user read and write access to them \\(chown/chmod\\)\n$`));
+    expect(result.code).toBe(2);
+    expect(readLedger(ledger).states.in_doubt).toBe(4);
   });
 
   it('leaves recent and unfinished jobs unless told, and jobs in use always', async () => {

@@ -58,6 +58,21 @@ describe('quote-batch init', () => {
     expect(readFileSync(out, 'utf8')).toMatch(/^# Draft mapping for /);
   });
 
+  it('columns named with { or } are never placed (a mapping would read them as indexes), and say why', async () => {
+    const file = tmp.path('braces.csv');
+    writeFileSync(file, 'click_id,{first},last},DOB,D1_FName,D1_{x},D2_FName,D2_{x}\nc-1,Ann,Lee,02/03/1980,Ann,1,Bo,2\n');
+    const out = tmp.path('braces.yaml');
+    const init = await runCli(['init', file, '--out', out]);
+    expect(init.stderr).toBe('');
+    expect(init.code).toBe(0);
+    expect(init.stdout).toMatch(/^wrote .*braces\.yaml: 4 of 8 columns placed, from 1 row\nnot placed: \{first\}, last\}, D\{n\}_\{x\}\n/);
+    const draft = readFileSync(out, 'utf8');
+    expect(draft).toMatch(/# Not placed \(a mapping cannot name a column with \{ or \}: it reads \{…\} as a group's index or a template's column\): \{first\}, last\}, D\{n\}_\{x\}/);
+    const check = await runCli(['check', file, '--mapping', out]);
+    expect(check.stderr).toBe('');
+    expect(check.code, 'the draft loads: 1 is a row to complete (no vehicle), 2 would be a bad mapping').toBe(1);
+  });
+
   it('a 10 MB column name: the draft comes quickly and names it cut', async () => {
     const file = tmp.path('huge.csv');
     writeFileSync(file, `click_id,${'x'.repeat(10 * 1024 * 1024)},D1_FName,D1_DOB\nc-1,v,Ann,02/03/1980\n`);

@@ -1,6 +1,7 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { openInput } from '../../src/input/index.js';
+import { CsvDecoder } from '../../src/input/_csv-decoder.js';
+import { openInput, type InputItem } from '../../src/input/index.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { collect, fixture, readAll, summarize } from './_helpers.js';
 
@@ -26,6 +27,26 @@ describe('CSV reader', () => {
       [1, 2, { id: '1', note: 'two\r\nlines' }],
       [2, 4, { id: '2', note: 'plain' }],
     ]);
+  });
+
+  it('reads CR CR LF line ends (a CRLF file converted again) as one line end each, whatever the chunks', async () => {
+    const { columns, items } = await readAll(fixture('crcrlf.csv'));
+    expect(columns).toEqual(['click_id', 'x']);
+    // Line numbers count the lone CR too (a line break is LF, CRLF or a lone CR).
+    expect(summarize(items)).toEqual([
+      [1, 3, { click_id: 'A1', x: '2' }],
+      [2, 5, { click_id: 'A2', x: 'two\r\r\nlines' }],
+      [3, 9, { click_id: 'A3', x: '4' }],
+    ]);
+    const bytes = readFileSync(fixture('crcrlf.csv'));
+    for (const cut of [10, 11, 12, 13]) {
+      const decoder = new CsvDecoder({ label: 'crcrlf.csv', delimiter: ',', maxRecordBytes: 4096 });
+      const pieces: InputItem[] = [];
+      decoder.write(bytes.subarray(0, cut), pieces);
+      decoder.write(bytes.subarray(cut), pieces);
+      decoder.end(pieces);
+      expect(pieces, `cut at ${cut}`).toEqual(items);
+    }
   });
 
   it('reads quoted fields with embedded newlines and doubled quotes; line is where the record starts', async () => {

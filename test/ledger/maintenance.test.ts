@@ -1,9 +1,38 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { isQuoteBatchError } from '../../src/errors.js';
 import { jobLockPath, Ledger, pruneJobs, resolveInDoubt, vacuumLedger } from '../../src/ledger/index.js';
 import type { RowState } from '../../src/ledger/index.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
+
+const LEDGER_MODULE = pathToFileURL(join(REPO_ROOT, 'dist', 'ledger', 'index.js')).href;
+
+/**
+ * A child process that starts a run of `jobId` (taking its lock) and marks `row` in flight, as a
+ * run does right before the request leaves; then waits to be killed.
+ */
+async function runInChild(ledgerPath: string, jobId: number, row: number): Promise<ChildProcess> {
+  const script = `
+    const { Ledger } = await import(${JSON.stringify(LEDGER_MODULE)});
+    const ledger = Ledger.open(${JSON.stringify(ledgerPath)});
+    ledger.startRun(${jobId}, '{}', 'child');
+    ledger.markInFlight(${jobId}, ${row}, null, null);
+    process.stdout.write('in flight\\n');
+    setTimeout(() => {}, 60_000);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => {
+      if (d.toString().includes('in flight')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`child exited with ${String(code)}`)));
+  });
+  return child;
+}
 
 const newJob = {
   input_path: '/tmp/in.csv', input_sha256: 'a'.repeat(64), input_format: 'csv', mapping_path: 'm.yaml',
@@ -39,7 +68,7 @@ describe('resolve', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt', 'rejected']);
     const result = resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: 'partner confirmed, ticket 42' });
-    expect(result).toEqual({ resolved: [2, 3], refused: [], jobStatus: 'completed', unfinished: 0 });
+    expect(result).toEqual({ resolved: [2, 3], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'completed', unfinished: 0 });
     expect(ledger.countsByState(jobId)).toMatchObject({ succeeded: 3, in_doubt: 0, rejected: 1 });
     const resolutions = ledger.db.prepare('SELECT row_number, from_state, to_state, note FROM resolutions ORDER BY row_number').all();
     expect(resolutions).toEqual([
@@ -65,7 +94,7 @@ describe('resolve', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
     expect(resolveInDoubt(ledger, { jobId, rows: [2], to: 'pending', note: 'not at the partner' })).toEqual({
-      resolved: [2], refused: [], jobStatus: 'interrupted', unfinished: 1,
+      resolved: [2], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'interrupted', unfinished: 1,
     });
     expect(ledger.countsByState(jobId).pending).toBe(1);
     ledger.close();
@@ -88,6 +117,30 @@ describe('resolve', () => {
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
     ledger.db.prepare('UPDATE jobs SET total_rows = NULL WHERE id = ?').run(jobId); // e.g. a --limit run
     expect(resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: null }).jobStatus).toBe('interrupted');
+    ledger.close();
+  });
+
+  it('after a run was killed (kill -9), settles its run as crashed and resolves the row it left in flight', async () => {
+    const path = tmp.path('l.db');
+    const ledger = Ledger.open(path);
+    const jobId = makeJob(ledger, ['succeeded', 'pending', 'in_doubt']);
+    const child = await runInChild(path, jobId, 2);
+    try {
+      expect(errorOf(() => resolveInDoubt(ledger, { jobId, rows: [2], to: 'succeeded', note: null }))?.code).toBe('E_JOB_LOCKED');
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
+    expect(ledger.countsByState(jobId)).toMatchObject({ in_flight: 1, in_doubt: 1 });
+
+    const result = resolveInDoubt(ledger, { jobId, rows: [2], to: 'succeeded', note: 'in the partner portal' });
+    expect(result).toMatchObject({ resolved: [2], refused: [], crashedRuns: 1, newlyInDoubt: 1, jobStatus: 'interrupted', unfinished: 1 });
+    expect(ledger.runsOf(jobId).map((r) => r.status)).toEqual(['completed', 'crashed']);
+    expect(ledger.countsByState(jobId)).toMatchObject({ succeeded: 2, in_flight: 0, in_doubt: 1 });
+    expect(ledger.getJob(jobId)?.status).toBe('interrupted');
+    // Nothing more to settle: a second resolve finds no crashed run.
+    expect(resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: null })).toMatchObject({ resolved: [3], crashedRuns: 0, jobStatus: 'completed' });
     ledger.close();
   });
 
@@ -140,6 +193,32 @@ describe('prune', () => {
 
     const all = pruneJobs(ledger, { olderThanMs: 30 * DAY, includeUnfinished: true, dryRun: false, now: later(31) });
     expect(all.dropped.map((j) => j.id)).toEqual([open]);
+    ledger.close();
+  });
+
+  it('deletes a big job in batches: another connection writes between them, none held waiting', () => {
+    const path = tmp.path('l.db');
+    const ledger = Ledger.open(path);
+    const big = makeJob(ledger, Array.from({ length: 1000 }, () => 'succeeded' as const), 'a');
+    // A writer that never waits: it fails at once (SQLITE_BUSY) while prune holds a write transaction.
+    const writer = new Database(path, { timeout: 0 });
+    const write = writer.prepare(`INSERT INTO agents (environment, email, is_valid, checked_at) VALUES ('sandbox', ?, 1, 'x')`);
+    const batches: number[] = [];
+    const result = pruneJobs(ledger, {
+      olderThanMs: DAY, includeUnfinished: false, dryRun: false, now: later(2), batchRows: 100,
+      onBatch: ({ jobId, deleted }) => {
+        expect(jobId).toBe(big);
+        write.run(`writer-${batches.length}@example.com`);
+        batches.push(deleted);
+      },
+    });
+    writer.close();
+    expect(result.dropped.map((j) => j.id)).toEqual([big]);
+    expect(batches.length).toBeGreaterThanOrEqual(10);
+    expect(batches[batches.length - 1]).toBe(1001); // 1000 rows and the run's attempt
+    expect(ledger.db.prepare('SELECT COUNT(*) FROM agents').pluck().get()).toBe(batches.length);
+    expect(ledger.db.prepare('SELECT COUNT(*) FROM rows').pluck().get()).toBe(0);
+    expect(ledger.getJob(big)).toBeUndefined();
     ledger.close();
   });
 

@@ -54,7 +54,7 @@ async function measure(input: string, reference: CompiledMapping, draft: Compile
 
 async function draftFor(input: string): Promise<CompiledMapping> {
   const sample = await readSample(input, { rows: 200 });
-  const draft = draftMapping({ fileName: input, format: sample.format, delimiter: sample.delimiter, columns: sample.columns, records: sample.records });
+  const draft = draftMapping({ fileName: input, format: sample.format, delimiter: sample.delimiter, columns: sample.columns, scope: sample.scope, rows: sample.rows });
   return compileMapping(draft.yaml, 'draft.yaml');
 }
 

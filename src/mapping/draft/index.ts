@@ -7,7 +7,7 @@
 import { findKnownWord, KNOWN_WORDS } from '../../partner/known-words.js';
 import { ENTITY_LISTS, matchName, type Entity, type Semantic, type Target } from './names.js';
 import { renderDraft, type DraftField, type DraftGroup, type DraftMapping } from './render.js';
-import { csvScope, ndjsonScope, type SourceField, type SourceGroup, type SourceScope } from './sources.js';
+import type { SourceField, SourceGroup, SourceScope } from './sources.js';
 import { replaceMarks, stemEntity } from './groups.js';
 import { shortName } from '../_text.js';
 import { guessShape, type ValueShape } from './values.js';
@@ -20,8 +20,10 @@ export interface DraftInput {
   delimiter?: string;
   /** The CSV header; null for NDJSON. */
   columns: readonly string[] | null;
-  /** The first rows of the file. */
-  records: readonly Record<string, unknown>[];
+  /** The fields and groups with their sample values (`SampleCollector`, `collectSample`). */
+  scope: SourceScope;
+  /** The rows the sample was drawn from. */
+  rows: number;
 }
 
 /** One source placed at a request path. */
@@ -55,9 +57,7 @@ interface Assigned {
 
 /** Drafts a mapping (see the file's header). */
 export function draftMapping(input: DraftInput): DraftResult {
-  const scope = input.columns === null ? ndjsonScope(input.records) : csvScope(input.columns, input.records);
-  const drafter = new Drafter(input);
-  return drafter.draft(scope);
+  return new Drafter(input).draft(input.scope);
 }
 
 class Drafter {
@@ -65,10 +65,13 @@ class Drafter {
   readonly unplaced: string[] = [];
   /** Columns of a numbered group missing for some of its numbers (in `unplaced` too). */
   readonly partial: string[] = [];
+  /** Columns whose name has `{` or `}` (in `unplaced` too). */
+  readonly braced: string[] = [];
 
   constructor(readonly input: DraftInput) {}
 
-  draft(scope: SourceScope): DraftResult {
+  draft(sample: SourceScope): DraftResult {
+    const scope = this.withoutBraced(sample);
     const byEntity = classifyGroups(scope.groups);
     const draft: DraftMapping = {
       comments: [],
@@ -122,17 +125,34 @@ class Drafter {
     if (!draft.fields.some((f) => f.target === 'channel.channel_id')) {
       draft.fields.unshift({ target: 'channel.channel_id', spec: { literal: 'CHANGE-ME' }, note: 'decide: your channel id, assigned by the insurer' });
     }
+    this.unplaced.push(...this.braced);
     draft.rowKey = this.chooseRowKey(draft, scope.fields);
     draft.comments = this.headerComments();
-    const unmatched = this.unplaced.filter((source) => !this.partial.includes(source));
+    const unmatched = this.unplaced.filter((source) => !this.partial.includes(source) && !this.braced.includes(source));
     if (unmatched.length > 0) draft.footer.push(`Not placed (no request field matched their name): ${unmatched.map(shortName).join(', ')}`);
     if (this.partial.length > 0) draft.footer.push(`Not placed (not there for every number of their group): ${this.partial.map(shortName).join(', ')}`);
+    if (this.braced.length > 0) {
+      draft.footer.push(`Not placed (a mapping cannot name a column with { or }: it reads {…} as a group's index or a template's column): ${this.braced.map(shortName).join(', ')}`);
+    }
     if (this.unplaced.length > 0) draft.footer.push('Map them by hand, or leave them out; `check --coverage` lists the columns a mapping never reads.');
     return { yaml: renderDraft(draft), placed: this.placed, unplaced: this.unplaced };
   }
 
+  /**
+   * The scope without the fields a mapping cannot name, which go to {@link braced}: a column whose
+   * name holds `{` or `}` (`column: "{first}"` reads as a group's index, a template as a column).
+   */
+  withoutBraced(scope: SourceScope): SourceScope {
+    const fields = scope.fields.filter((field) => {
+      if (!/[{}]/.test(refText(field))) return true;
+      this.braced.push(sourceText(field));
+      return false;
+    });
+    return { ...scope, fields, groups: scope.groups.map((group) => ({ ...group, scope: this.withoutBraced(group.scope) })) };
+  }
+
   headerComments(): string[] {
-    const rows = this.input.records.length;
+    const rows = this.input.rows;
     return [
       ` Draft mapping for ${this.input.fileName}, written by \`quote-batch init\` from its header and ${rows} row${rows === 1 ? '' : 's'}.`,
       ' Lines marked "check:" are guesses and "decide:" need you. Then try it on the whole file:',

@@ -1,15 +1,20 @@
 /**
  * The first rows of an input, for `init`: the header, the delimiter when it is not the format's
- * own (a `;` file named `.csv`), and at most `rows` records; memory is bounded whatever the file.
+ * own (a `;` file named `.csv`), and the sample values of each field from at most `rows` records,
+ * gathered as they stream (`SampleCollector`): memory is bounded whatever the file.
  */
 import { openInput, type InputFormat } from '../../input/index.js';
+import { SampleCollector, type SourceScope } from './sources.js';
 
 export interface Sample {
   format: InputFormat;
   /** A delimiter found in the header other than the format's default. */
   delimiter: string | undefined;
   columns: readonly string[] | null;
-  records: Record<string, unknown>[];
+  /** The fields and groups with their sample values. */
+  scope: SourceScope;
+  /** Records read into the sample (fewer than asked when the file ends, or the sample is full). */
+  rows: number;
   /** Rows that could not be read (left out of the sample). */
   unreadable: number;
   /** True when the reading stopped early (Ctrl-C / SIGTERM). */
@@ -30,19 +35,21 @@ export async function readSample(path: string, options: { rows: number; signal?:
     delimiter = other;
     reader = await openInput(path, { delimiter });
   }
-  const sample: Sample = { format: reader.format, delimiter, columns: reader.columns, records: [], unreadable: 0, interrupted: false };
+  const collector = new SampleCollector(reader.columns);
+  let unreadable = 0;
+  let interrupted = false;
   try {
     for await (const item of reader) {
       if (options.signal?.aborted === true) {
-        sample.interrupted = true;
+        interrupted = true;
         break;
       }
-      if (item.kind === 'record') sample.records.push(item.record);
-      else sample.unreadable += 1;
-      if (sample.records.length + sample.unreadable >= options.rows) break;
+      if (item.kind === 'record') collector.add(item.record);
+      else unreadable += 1;
+      if (collector.rows + unreadable >= options.rows || collector.full) break;
     }
   } finally {
     await reader.close();
   }
-  return sample;
+  return { format: reader.format, delimiter, columns: reader.columns, scope: collector.scope(), rows: collector.rows, unreadable, interrupted };
 }

@@ -35,20 +35,98 @@ export interface SourceScope {
 
 /** Sample values kept per field. */
 const MAX_VALUES = 1000;
+/** Characters kept of a value: more than any date, e-mail, phone or code needs. */
+const MAX_VALUE_CHARS = 200;
+/**
+ * Characters (plus one per value) a sample keeps in all: about 16 MB of strings. Past it the
+ * collector is `full` and the reading stops, whatever the file's width and the `--rows` asked.
+ */
+const MAX_SAMPLE_UNITS = 8_000_000;
 /** Fields and groups read from NDJSON records at most (records that invent keys stay bounded). */
 const MAX_PATHS = 2000;
 
-/** CSV: the header's numbered groups and plain columns, with the sample's values. */
-export function csvScope(header: readonly string[], records: readonly Rec[]): SourceScope {
+/** What a sample may still hold; shared by a record's fields and its lists' fields. */
+interface Budget {
+  units: number;
+  paths: number;
+}
+
+/**
+ * Gathers the sample `init` drafts from while the input streams, never holding a record: per field
+ * its first {@link MAX_VALUES} values, each cut to {@link MAX_VALUE_CHARS} characters, within
+ * {@link MAX_SAMPLE_UNITS} in all. `columns` is the CSV header, null for NDJSON.
+ */
+export class SampleCollector {
+  /** Records added. */
+  rows = 0;
+  readonly #columns: readonly string[] | null;
+  readonly #budget: Budget = { units: MAX_SAMPLE_UNITS, paths: MAX_PATHS };
+  /** CSV: each column's values, in the header's order. */
+  readonly #values: string[][];
+  /** NDJSON: the records' fields and lists. */
+  readonly #tree: TreeSample;
+
+  constructor(columns: readonly string[] | null) {
+    this.#columns = columns;
+    this.#values = (columns ?? []).map(() => []);
+    this.#tree = new TreeSample(this.#budget);
+  }
+
+  /** True once the sample holds all it may: the caller stops reading. */
+  get full(): boolean {
+    return this.#budget.units <= 0;
+  }
+
+  add(record: Readonly<Record<string, unknown>>): void {
+    if (this.full) return;
+    this.rows += 1;
+    const columns = this.#columns;
+    if (columns === null) {
+      this.#tree.add(record);
+      return;
+    }
+    columns.forEach((column, i) => {
+      const values = this.#values[i] as string[];
+      const value = record[column];
+      if (values.length < MAX_VALUES) values.push(keep(typeof value === 'string' ? value : '', this.#budget));
+    });
+  }
+
+  /** The fields and groups with their sample values. */
+  scope(): SourceScope {
+    if (this.#columns === null) return this.#tree.scope();
+    const byColumn = new Map(this.#columns.map((column, i) => [column, this.#values[i] as string[]]));
+    return csvScope(this.#columns, (column) => byColumn.get(column) ?? []);
+  }
+}
+
+/** The fields and groups of `records` (every record's values kept, as {@link SampleCollector} keeps them). */
+export function collectSample(columns: readonly string[] | null, records: Iterable<Readonly<Record<string, unknown>>>): { scope: SourceScope; rows: number } {
+  const collector = new SampleCollector(columns);
+  for (const record of records) collector.add(record);
+  return { scope: collector.scope(), rows: collector.rows };
+}
+
+/** A value as the sample keeps it: cut, and copied when cut (a slice would keep the whole string alive). */
+function keep(value: string, budget: Budget): string {
+  const kept = value.length <= MAX_VALUE_CHARS ? value : Buffer.from(value.slice(0, MAX_VALUE_CHARS)).toString();
+  budget.units -= kept.length + 1;
+  return kept;
+}
+
+/** CSV: the header's numbered groups and plain columns, with each column's sample values. */
+function csvScope(header: readonly string[], valuesOfColumn: (column: string) => readonly string[]): SourceScope {
   const { groups, rest } = detectGroups(header);
   const have = new Set(header);
+  // A group's field takes its columns' values row by row (D1_DOB, D2_DOB, then the next row's).
   const valuesOf = (columns: readonly string[]): string[] => {
+    const lists = columns.map(valuesOfColumn);
+    const rows = Math.max(0, ...lists.map((list) => list.length));
     const out: string[] = [];
-    for (const record of records) {
-      for (const column of columns) {
+    for (let row = 0; row < rows; row += 1) {
+      for (const list of lists) {
         if (out.length >= MAX_VALUES) return out;
-        const value = record[column];
-        out.push(typeof value === 'string' ? value : '');
+        out.push(list[row] ?? '');
       }
     }
     return out;
@@ -78,48 +156,53 @@ export function csvScope(header: readonly string[], records: readonly Rec[]): So
   };
 }
 
-/** NDJSON: the records' scalar leaves as fields, their lists of objects as groups. */
-export function ndjsonScope(records: readonly Rec[]): SourceScope {
-  const budget = { paths: 0 };
-  return scopeOf(records, budget);
-}
+/** NDJSON: the records' scalar leaves as fields, their lists of objects as groups (whose elements are sampled alike). */
+class TreeSample {
+  readonly #fields = new Map<string, SourceField>();
+  readonly #lists = new Map<string, { elements: number; sample: TreeSample }>();
 
-function scopeOf(objects: readonly unknown[], budget: { paths: number }): SourceScope {
-  const fields = new Map<string, SourceField>();
-  const lists = new Map<string, unknown[]>();
-  const visit = (value: unknown, path: string): void => {
+  constructor(private readonly budget: Budget) {}
+
+  add(object: unknown): void {
+    if (object !== null && typeof object === 'object') this.#visit(object, '');
+  }
+
+  scope(): SourceScope {
+    const groups = [...this.#lists].map(([path, list]): SourceGroup => ({ kind: 'each', stem: path, start: 0, end: 0, scope: list.sample.scope() }));
+    return { fields: [...this.#fields.values()], groups, partial: [] };
+  }
+
+  #visit(value: unknown, path: string): void {
+    const { budget } = this;
     if (value === null || value === undefined) return;
     if (Array.isArray(value)) {
-      if (value.some((v) => v !== null && typeof v === 'object' && !Array.isArray(v))) {
-        let elements = lists.get(path);
-        if (elements === undefined) {
-          if (budget.paths >= MAX_PATHS) return;
-          budget.paths += 1;
-          elements = [];
-          lists.set(path, elements);
-        }
-        for (const v of value) if (elements.length < MAX_VALUES) elements.push(v);
+      if (!value.some((v) => v !== null && typeof v === 'object' && !Array.isArray(v))) return;
+      let list = this.#lists.get(path);
+      if (list === undefined) {
+        if (budget.paths <= 0) return;
+        budget.paths -= 1;
+        list = { elements: 0, sample: new TreeSample(budget) };
+        this.#lists.set(path, list);
+      }
+      for (const element of value) {
+        if (list.elements >= MAX_VALUES) break;
+        list.elements += 1;
+        list.sample.add(element);
       }
       return;
     }
     if (typeof value === 'object') {
-      for (const [key, child] of Object.entries(value as Rec)) visit(child, path === '' ? key : `${path}.${key}`);
+      for (const [key, child] of Object.entries(value as Rec)) this.#visit(child, path === '' ? key : `${path}.${key}`);
       return;
     }
-    let field = fields.get(path);
+    let field = this.#fields.get(path);
     if (field === undefined) {
-      if (budget.paths >= MAX_PATHS || !/^[A-Za-z_$][\w$-]*(?:\.[A-Za-z_$][\w$-]*)*$/.test(path)) return;
-      budget.paths += 1;
+      if (budget.paths <= 0 || !/^[A-Za-z_$][\w$-]*(?:\.[A-Za-z_$][\w$-]*)*$/.test(path)) return;
+      budget.paths -= 1;
       // A key of the record (or of a list's element) reads as a column; anything deeper as a path.
       field = { ref: path.includes('.') ? { path } : { column: path }, name: path, values: [] };
-      fields.set(path, field);
+      this.#fields.set(path, field);
     }
-    if (field.values.length < MAX_VALUES) field.values.push(String(value));
-  };
-  for (const object of objects) if (object !== null && typeof object === 'object') visit(object, '');
-  const groups: SourceGroup[] = [];
-  for (const [path, elements] of lists) {
-    groups.push({ kind: 'each', stem: path, start: 0, end: 0, scope: scopeOf(elements, budget) });
+    if (field.values.length < MAX_VALUES) field.values.push(keep(String(value), budget));
   }
-  return { fields: [...fields.values()], groups, partial: [] };
 }

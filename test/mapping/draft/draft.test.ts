@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { compileMapping } from '../../../src/mapping/index.js';
 import { draftMapping, type DraftResult } from '../../../src/mapping/draft/index.js';
+import { collectSample } from '../../../src/mapping/draft/sources.js';
 
 /** Drafts from a CSV header and rows given as arrays; asserts the draft loads and reads only the file's columns. */
 function draftCsv(header: string[], rows: string[][]): DraftResult & { content: Record<string, unknown> } {
   const records = rows.map((row) => Object.fromEntries(header.map((column, i) => [column, row[i] ?? ''])));
-  const result = draftMapping({ fileName: 'leads.csv', format: 'csv', columns: header, records });
+  const result = draftMapping({ fileName: 'leads.csv', format: 'csv', columns: header, ...collectSample(header, records) });
   const mapping = compileMapping(result.yaml, 'draft.yaml');
   mapping.checkColumns(header);
   return { ...result, content: parse(result.yaml) as Record<string, unknown> };
@@ -93,7 +94,7 @@ describe('NDJSON', () => {
       { id: 'L-1', contact: { zip: '43219' }, drivers: [{ first_name: 'Ann', dob: '1980-02-03', tickets: [{ code: 'SPD', date: '2024-01-02' }] }] },
       { id: 'L-2', contact: { zip: '33655' }, drivers: [{ first_name: 'Bo', dob: '1975-12-31', tickets: [] }], vehicles: [{ vin: '1FAFP34N05W123456', year: 2015 }] },
     ];
-    const result = draftMapping({ fileName: 'leads.ndjson', format: 'ndjson', columns: null, records });
+    const result = draftMapping({ fileName: 'leads.ndjson', format: 'ndjson', columns: null, ...collectSample(null, records) });
     compileMapping(result.yaml, 'draft.yaml');
     const content = parse(result.yaml) as { fields: Record<string, unknown>; groups: Record<string, unknown>[] };
     expect(content.fields['application.drivers[0].address.zip']).toEqual({ path: 'contact.zip' });
