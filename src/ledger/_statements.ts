@@ -2,12 +2,9 @@
 import type Database from 'better-sqlite3';
 
 const SQL = {
-  findUnfinishedJob:
+  latestJobOf:
     `SELECT * FROM jobs WHERE input_sha256 = ? AND mapping_sha256 = ? AND environment = ? AND operation = ?
-     AND status != 'completed' ORDER BY id DESC LIMIT 1`,
-  findCompletedJob:
-    `SELECT * FROM jobs WHERE input_sha256 = ? AND mapping_sha256 = ? AND environment = ? AND operation = ?
-     AND status = 'completed' ORDER BY id DESC LIMIT 1`,
+     ORDER BY id DESC LIMIT 1`,
   getJob: 'SELECT * FROM jobs WHERE id = ?',
   latestJob: 'SELECT * FROM jobs ORDER BY id DESC LIMIT 1',
   insertJob:

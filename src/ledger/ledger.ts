@@ -62,7 +62,9 @@ export class Ledger {
     let db: Database.Database;
     try {
       db = new Database(path, { readonly, fileMustExist: true });
-      db.pragma('busy_timeout = 5000');
+      // A writer waits out another job's commits and a checkpoint in the same file; a reader only
+      // waits for a WAL reset, which is quick.
+      db.pragma(`busy_timeout = ${readonly ? 5000 : 30_000}`);
       if (!readonly) {
         db.pragma('journal_mode = WAL');
         // NORMAL in WAL mode: a commit survives a process crash (SIGKILL) without an fsync per
@@ -181,9 +183,13 @@ export class Ledger {
 
   // --- jobs -------------------------------------------------------------------------------
 
-  findJob(identity: JobIdentity, status: 'unfinished' | 'completed'): JobRecord | undefined {
-    const stmt = status === 'unfinished' ? this.stmts.findUnfinishedJob : this.stmts.findCompletedJob;
-    return stmt.get(identity.inputSha256, identity.mappingSha256, identity.environment, identity.operation) as
+  /**
+   * The newest job of this input, mapping, environment and operation, whatever its status. Only it
+   * may be resumed or called completed: an older unfinished job was set aside by `--fresh`, and
+   * resuming it would send again what the newer job sent.
+   */
+  latestJobOf(identity: JobIdentity): JobRecord | undefined {
+    return this.stmts.latestJobOf.get(identity.inputSha256, identity.mappingSha256, identity.environment, identity.operation) as
       | JobRecord
       | undefined;
   }
@@ -244,14 +250,17 @@ export class Ledger {
    * holds it), then settles earlier runs. Holding the lock proves that a run still marked
    * `running` belongs to a dead process: it is marked `crashed` and its `in_flight` rows become
    * `in_doubt`. The lock is held until {@link finishRun}, {@link close} or the process's death.
+   *
+   * The job is read again under the lock: another process may have completed it, or started a
+   * newer job of the same identity (`--fresh`), since the caller chose it. Either refuses with
+   * `E_JOB_LOCKED` before anything is sent; running the command again sees the job as it is.
    */
   startRun(jobId: number, optionsJson: string, toolVersion: string): { run: RunRecord; crashedRuns: number; newlyInDoubt: number } {
     const held = this.#locks.has(jobId);
     this.lockJob(jobId);
     const start = this.db.transaction(() => {
-      const at = now();
-      const crashedRuns = this.stmts.crashRunningRuns.run(at, jobId).changes;
-      const newlyInDoubt = this.stmts.inFlightToInDoubt.run(at, jobId).changes;
+      this.assertStillRunnable(jobId);
+      const { crashedRuns, newlyInDoubt, at } = this.settleCrashedRuns(jobId);
       const info = this.stmts.insertRun.run(jobId, at, optionsJson, toolVersion, process.pid, hostname(), at);
       this.setJobStatus(jobId, 'running');
       const run = this.stmts.getRun.get(Number(info.lastInsertRowid)) as RunRecord;
@@ -264,6 +273,34 @@ export class Ledger {
     } catch (error) {
       if (!held) this.unlockJob(jobId);
       throw error;
+    }
+  }
+
+  /**
+   * Settles what dead processes left of `jobId`: runs still `running` become `crashed`, their
+   * `in_flight` rows `in_doubt`. Only for a caller holding the job's lock (which proves those
+   * processes dead), inside a write transaction: {@link startRun}, and `resolve` before it looks.
+   */
+  settleCrashedRuns(jobId: number): { crashedRuns: number; newlyInDoubt: number; at: string } {
+    const at = now();
+    const crashedRuns = this.stmts.crashRunningRuns.run(at, jobId).changes;
+    const newlyInDoubt = this.stmts.inFlightToInDoubt.run(at, jobId).changes;
+    return { crashedRuns, newlyInDoubt, at };
+  }
+
+  private assertStillRunnable(jobId: number): void {
+    const job = this.getJob(jobId);
+    if (job === undefined) throw new QuoteBatchError('E_LEDGER', `job ${jobId} is not in the ledger (pruned meanwhile?); nothing was sent`);
+    const newest = this.latestJobOf({
+      inputSha256: job.input_sha256, mappingSha256: job.mapping_sha256, environment: job.environment, operation: job.operation,
+    });
+    const changed = job.status === 'completed'
+      ? `another process completed job ${jobId}`
+      : newest !== undefined && newest.id !== jobId ? `another process started job ${newest.id} for the same input (--fresh)` : undefined;
+    if (changed !== undefined) {
+      throw new QuoteBatchError('E_JOB_LOCKED', `${changed} while this run was starting; nothing was sent`, {
+        hint: 'run the same command again: it will see the job as it is now',
+      });
     }
   }
 

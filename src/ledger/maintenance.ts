@@ -87,19 +87,10 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
 
 /**
  * What `Ledger.startRun` does to earlier runs, for a caller holding the job's lock without starting
- * a run: runs still `running` belong to dead processes (`crashed`), their rows `in_flight` become
- * `in_doubt`, and a job left `running` is `interrupted`. Call inside a write transaction.
+ * a run; a job left `running` is `interrupted`. Call inside a write transaction.
  */
 function settleCrashedRuns(ledger: Ledger, jobId: number): { crashedRuns: number; newlyInDoubt: number } {
-  const { db } = ledger;
-  const at = now();
-  // The same statements as the ledger's `crashRunningRuns` and `inFlightToInDoubt`.
-  const crashedRuns = db.prepare(`UPDATE runs SET status = 'crashed', finished_at = ? WHERE job_id = ? AND status = 'running'`).run(at, jobId).changes;
-  const newlyInDoubt = db.prepare(
-    `UPDATE rows SET state = 'in_doubt', updated_at = ?,
-       error_message = COALESCE(error_message, 'the process stopped while the request was in flight')
-     WHERE job_id = ? AND state = 'in_flight'`,
-  ).run(at, jobId).changes;
+  const { crashedRuns, newlyInDoubt } = ledger.settleCrashedRuns(jobId);
   if (ledger.getJob(jobId)?.status === 'running') ledger.setJobStatus(jobId, 'interrupted');
   return { crashedRuns, newlyInDoubt };
 }

@@ -122,20 +122,19 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       operation: options.operation,
     };
 
-    if (!options.fresh) {
-      const done = ledger.findJob(identity, 'completed');
-      if (done !== undefined && ledger.findJob(identity, 'unfinished') === undefined) {
-        const counts = ledger.countsByState(done.id);
-        logger.info(`job ${done.id} already completed on ${done.finished_at ?? '?'}: nothing to send (use --fresh to run it again)`);
-        return {
-          job: done, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null,
-          counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
-          emptyInput: done.total_rows === 0, settledLimit: null, exitCode: exitCodeFor('completed', counts),
-        };
-      }
+    // Only the newest job of this identity counts: an older unfinished one was set aside by --fresh.
+    const latest = options.fresh ? undefined : ledger.latestJobOf(identity);
+    if (latest?.status === 'completed') {
+      const counts = ledger.countsByState(latest.id);
+      logger.info(`job ${latest.id} already completed on ${latest.finished_at ?? '?'}: nothing to send (use --fresh to run it again)`);
+      return {
+        job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null,
+        counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
+        emptyInput: latest.total_rows === 0, settledLimit: null, exitCode: exitCodeFor('completed', counts),
+      };
     }
 
-    let job = options.fresh ? undefined : ledger.findJob(identity, 'unfinished');
+    let job = latest;
     const resumed = job !== undefined;
     let forward: (event: ClientEvent) => void = () => {};
     const settled = job === undefined ? null : readSettledLimit(ledger.db, job.id);

@@ -33,15 +33,50 @@ describe('ledger', () => {
     expect(() => Ledger.open(path)).toThrow(/newer than this quote-batch understands/);
   });
 
-  it('finds the unfinished job of an identity and not a completed one', () => {
+  it('finds the newest job of an identity, whatever its status', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
-    const job = ledger.createJob(newJob);
-    expect(ledger.findJob(identity, 'unfinished')?.id).toBe(job.id);
-    ledger.setJobStatus(job.id, 'completed');
-    expect(ledger.findJob(identity, 'unfinished')).toBeUndefined();
-    expect(ledger.findJob(identity, 'completed')?.id).toBe(job.id);
-    expect(ledger.findJob({ ...identity, operation: 'lead' }, 'completed')).toBeUndefined();
+    const older = ledger.createJob(newJob);
+    expect(ledger.latestJobOf(identity)?.id).toBe(older.id);
+    ledger.unlockJob(older.id);
+    // --fresh: a newer job of the same identity while the older one is unfinished.
+    const newer = ledger.createJob(newJob);
+    ledger.setJobStatus(newer.id, 'completed');
+    expect(ledger.latestJobOf(identity)?.id).toBe(newer.id);
+    expect(ledger.latestJobOf(identity)?.status).toBe('completed');
+    expect(ledger.latestJobOf({ ...identity, operation: 'lead' })).toBeUndefined();
     ledger.close();
+  });
+
+  it('refuses to start a run of a job another process completed, or set aside by a newer job, since it was chosen', () => {
+    const path = tmp.path('race.db');
+    const a = Ledger.open(path);
+    const b = Ledger.open(path);
+    try {
+      const job = a.createJob(newJob);
+      a.unlockJob(job.id);
+      // b chose `job` to resume; meanwhile a completed it.
+      a.setJobStatus(job.id, 'completed');
+      expect(() => b.startRun(job.id, '{}', 'b')).toThrow(/another process completed job \d+ while this run was starting; nothing was sent/);
+      expect(b.runsOf(job.id)).toEqual([]);
+      // b chose an unfinished job; meanwhile a started a newer one of the same identity (--fresh).
+      a.setJobStatus(job.id, 'interrupted');
+      const fresh = a.createJob(newJob);
+      let refusal: { code?: unknown; message?: unknown } = {};
+      try {
+        b.startRun(job.id, '{}', 'b');
+      } catch (error) {
+        refusal = error as typeof refusal;
+      }
+      expect(refusal.code).toBe('E_JOB_LOCKED');
+      expect(refusal.message).toMatch(new RegExp(`another process started job ${fresh.id} for the same input \\(--fresh\\)`));
+      expect(b.runsOf(job.id)).toEqual([]);
+      expect(a.latestJobOf(identity)?.id).toBe(fresh.id);
+      // The lock b took to look was given back: a can still run the older job's cleanup (resolve, prune).
+      a.lockJob(job.id);
+    } finally {
+      b.close();
+      a.close();
+    }
   });
 
   it('marks a dead run crashed and turns its in_flight rows into in_doubt', () => {

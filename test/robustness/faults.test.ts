@@ -163,6 +163,29 @@ describe('faults', () => {
     expectPrivateLedger('faults', ledgerPath);
   }, 300_000);
 
+  it('after --fresh, a plain run goes by the newest job: an older unfinished one is not resumed (no lead sent again)', async () => {
+    sandbox = await startCanarySandbox({}, 5, agents);
+    const ledgerPath = tmp.path('fresh.db');
+    const first = await run(ledgerPath, ['--limit', '100']);
+    expect(first.code).toBe(3); // job 1 left unfinished
+    const fresh = await run(ledgerPath, ['--fresh']);
+    expect(fresh.code).toBe(1); // job 2 completed (the file's deliberate data rows)
+    const received = sandbox.stats().operations.quote.received;
+    const again = await run(ledgerPath);
+    expect(again.stderr).toMatch(/job 2 already completed/);
+    expect(again.code).toBe(1);
+    expect(sandbox.stats().operations.quote.received).toBe(received); // job 1's 500 unread rows not sent again
+    const jobs = new Database(ledgerPath, { readonly: true });
+    try {
+      expect(jobs.prepare('SELECT id, status FROM jobs ORDER BY id').all()).toEqual([
+        { id: 1, status: 'interrupted' },
+        { id: 2, status: 'completed' },
+      ]);
+    } finally {
+      jobs.close();
+    }
+  }, 180_000);
+
   it('waits out Retry-After given as an HTTP date', async () => {
     sandbox = await startCanarySandbox({ throttleRate: 0.1, retryAfterSeconds: 1, retryAfterFormat: 'http-date' }, 99, agents);
     const ledgerPath = tmp.path('date.db');
