@@ -238,7 +238,7 @@ export class JobRunner {
     const { rowNumber, request } = mapped;
     let current = initial;
     const finish = (row: RowOutcome, outcome?: CallOutcome<QuoteSuccessResponse>): Promise<void> => {
-      const committed = book.write(() => ledger.recordOutcome(jobId, this.runId, rowNumber, row, outcome?.attempts ?? []));
+      const committed = book.write(rowNumber, () => ledger.recordOutcome(jobId, this.runId, rowNumber, row, outcome?.attempts ?? []));
       book.transition(current, row.state, rowNumber);
       current = row.state;
       return committed;
@@ -277,7 +277,7 @@ export class JobRunner {
       signal: this.#halt.signal,
       beforeSend: async () => {
         if (marked) return;
-        await book.write(() => ledger.markInFlight(jobId, rowNumber, agentId, requestJson));
+        await book.write(rowNumber, () => ledger.markInFlight(jobId, rowNumber, agentId, requestJson));
         book.transition(current, 'in_flight');
         current = 'in_flight';
         marked = true;
