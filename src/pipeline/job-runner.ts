@@ -118,7 +118,9 @@ export class JobRunner {
 
     // More row tasks than requests in flight: a row waiting out a back-off or a Retry-After holds a
     // task, not a slot of the client's limiter, which alone bounds the requests in flight.
-    const dispatcher = new Dispatcher({ concurrency: options.concurrency * TASKS_PER_SLOT });
+    // No queue beyond the tasks: the tasks waiting for a slot are buffer enough, and a row read
+    // far ahead lives through young-generation GCs, each of which copies it (then promotes it).
+    const dispatcher = new Dispatcher({ concurrency: options.concurrency * TASKS_PER_SLOT, readAhead: 1 });
     let readToEnd = true;
     try {
       for await (const item of this.reader) {
