@@ -10,7 +10,6 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import type { AttemptRecord } from '../partner/types.js';
-import { BackgroundCheckpointer, type BackgroundCheckpoints } from './_checkpointer.js';
 import { jobLockPath, tryAcquireJobLock, type JobLock } from './_job-lock.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
@@ -37,7 +36,6 @@ export class Ledger {
   readonly #locks = new Map<number, JobLock>();
   /** Runs this connection started, by id, with their job: finishing one releases the job. */
   readonly #runJobs = new Map<number, number>();
-  #checkpointer: BackgroundCheckpointer | undefined;
 
   private constructor(path: string, db: Database.Database) {
     this.path = path;
@@ -103,22 +101,8 @@ export class Ledger {
     return new Ledger(path, db);
   }
 
-  /**
-   * Checkpoints the WAL from a worker thread until `stop()` is called, so that a commit never
-   * stalls on a checkpoint (`run` does this for its length; see `_checkpointer.ts`).
-   * `intervalMs`: how often a checkpoint is started (default 500).
-   */
-  checkpointInBackground(options: { intervalMs?: number } = {}): BackgroundCheckpoints {
-    this.#checkpointer?.terminate();
-    const checkpointer = new BackgroundCheckpointer(this.db, this.#realPath, options.intervalMs);
-    this.#checkpointer = checkpointer;
-    return checkpointer;
-  }
-
   /** Releases every job lock this connection holds, then closes it. */
   close(): void {
-    this.#checkpointer?.terminate();
-    this.#checkpointer = undefined;
     for (const lock of this.#locks.values()) lock.release();
     this.#locks.clear();
     if (this.db.open) this.db.close();

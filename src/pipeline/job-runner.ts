@@ -112,7 +112,6 @@ export class JobRunner {
     };
     const heartbeat = setInterval(guarded(() => options.ledger.heartbeat(this.runId)), 10_000);
     const checkpoint = setInterval(guarded(() => book.saveResumePoint(this.#lastRead)), 2_000);
-    const walCheckpoints = options.ledger.checkpointInBackground();
     checkpoint.unref();
     heartbeat.unref();
 
@@ -173,7 +172,6 @@ export class JobRunner {
     } finally {
       clearInterval(heartbeat);
       clearInterval(checkpoint);
-      await walCheckpoints.stop();
       options.stop.removeEventListener('abort', onStop);
     }
 
