@@ -27,6 +27,9 @@ export class Ledger {
   readonly path: string;
   readonly db: Database.Database;
   private readonly stmts: LedgerStatements;
+  /** The row writes in a transaction of their own, for callers outside one. */
+  readonly #insertRowsTx: Database.Transaction<(jobId: number, rows: readonly NewRow[]) => void>;
+  readonly #recordOutcomeTx: Database.Transaction<Ledger['recordOutcomeNow']>;
   /** The ledger's real path: lock files sit beside the file itself, whatever link named it. */
   readonly #realPath: string;
   /** Job locks this connection holds (see `_job-lock.ts`). */
@@ -38,6 +41,8 @@ export class Ledger {
     this.path = path;
     this.db = db;
     this.stmts = prepareStatements(db);
+    this.#insertRowsTx = db.transaction((jobId: number, rows: readonly NewRow[]) => this.insertRowsNow(jobId, rows));
+    this.#recordOutcomeTx = db.transaction((...args: Parameters<Ledger['recordOutcomeNow']>) => this.recordOutcomeNow(...args));
     this.#realPath = realpathSync(path);
   }
 
@@ -344,68 +349,64 @@ export class Ledger {
   }
 
   insertRows(jobId: number, rows: readonly NewRow[]): void {
-    this.insertRowsTx(jobId, rows);
+    if (this.db.inTransaction) this.insertRowsNow(jobId, rows);
+    else this.#insertRowsTx(jobId, rows);
   }
 
-  private readonly insertRowsTx = (jobId: number, rows: readonly NewRow[]): void => {
-    this.db.transaction(() => {
-      const at = now();
-      for (const row of rows) {
-        this.stmts.insertRow.run({
-          job_id: jobId,
-          row_number: row.rowNumber,
-          row_key: boundKey(row.rowKey),
-          agent_email: boundKey(row.agentEmail),
-          state: row.state,
-          error_code: boundText(row.errorCode ?? null, MAX_STORED_ID_CHARS),
-          error_message: boundText(row.errorMessage ?? null),
-          input_issues_json: boundJson(row.inputIssuesJson ?? null),
-          source_offset: row.sourceOffset ?? null,
-          source_line: row.sourceLine ?? null,
-          updated_at: at,
-        });
-      }
-    })();
-  };
+  private insertRowsNow(jobId: number, rows: readonly NewRow[]): void {
+    const at = now();
+    for (const row of rows) {
+      this.stmts.insertRow.run({
+        job_id: jobId,
+        row_number: row.rowNumber,
+        row_key: boundKey(row.rowKey),
+        agent_email: boundKey(row.agentEmail),
+        state: row.state,
+        error_code: boundText(row.errorCode ?? null, MAX_STORED_ID_CHARS),
+        error_message: boundText(row.errorMessage ?? null),
+        input_issues_json: boundJson(row.inputIssuesJson ?? null),
+        source_offset: row.sourceOffset ?? null,
+        source_line: row.sourceLine ?? null,
+        updated_at: at,
+      });
+    }
+  }
 
   /** Durably marks a row `in_flight` (one autocommit statement) right before its request leaves. */
   markInFlight(jobId: number, rowNumber: number, agentId: string | null, requestJson: string | null): void {
     this.stmts.markInFlight.run(boundText(agentId, MAX_STORED_ID_CHARS), boundJson(requestJson), now(), jobId, rowNumber);
   }
 
-  /** Records a row's outcome and its attempts together, in one transaction. */
+  /**
+   * Records a row's outcome and its attempts together, in one transaction: its own, or the
+   * caller's when one is open (the pipeline commits a turn's writes together; a nested
+   * transaction would only add a savepoint per row).
+   */
   recordOutcome(jobId: number, runId: number, rowNumber: number, outcome: RowOutcome, attempts: readonly AttemptRecord[]): void {
-    this.recordOutcomeTx(jobId, runId, rowNumber, outcome, attempts);
+    if (this.db.inTransaction) this.recordOutcomeNow(jobId, runId, rowNumber, outcome, attempts);
+    else this.#recordOutcomeTx(jobId, runId, rowNumber, outcome, attempts);
   }
 
-  private readonly recordOutcomeTx = (
-    jobId: number,
-    runId: number,
-    rowNumber: number,
-    outcome: RowOutcome,
-    attempts: readonly AttemptRecord[],
-  ): void => {
-    this.db.transaction(() => {
-      this.stmts.recordOutcome.run({
-        job_id: jobId,
-        row_number: rowNumber,
-        state: outcome.state,
-        agent_id: boundText(outcome.agentId ?? null, MAX_STORED_ID_CHARS),
-        attempts: outcome.attempts,
-        http_status: outcome.httpStatus ?? null,
-        error_code: boundText(outcome.errorCode ?? null, MAX_STORED_ID_CHARS),
-        error_message: boundText(outcome.errorMessage ?? null),
-        transaction_id: boundText(outcome.transactionId ?? null, MAX_STORED_ID_CHARS),
-        quote_number: boundText(outcome.quoteNumber ?? null, MAX_STORED_ID_CHARS),
-        total_premium: outcome.totalPremium ?? null,
-        input_issues_json: boundJson(outcome.inputIssuesJson ?? null),
-        request_json: boundJson(outcome.requestJson ?? null),
-        response_json: boundJson(outcome.responseJson ?? null),
-        updated_at: now(),
-      });
-      for (const attempt of attempts) this.insertAttemptRow(jobId, runId, rowNumber, attempt, null);
-    })();
-  };
+  private recordOutcomeNow(jobId: number, runId: number, rowNumber: number, outcome: RowOutcome, attempts: readonly AttemptRecord[]): void {
+    this.stmts.recordOutcome.run({
+      job_id: jobId,
+      row_number: rowNumber,
+      state: outcome.state,
+      agent_id: boundText(outcome.agentId ?? null, MAX_STORED_ID_CHARS),
+      attempts: outcome.attempts,
+      http_status: outcome.httpStatus ?? null,
+      error_code: boundText(outcome.errorCode ?? null, MAX_STORED_ID_CHARS),
+      error_message: boundText(outcome.errorMessage ?? null),
+      transaction_id: boundText(outcome.transactionId ?? null, MAX_STORED_ID_CHARS),
+      quote_number: boundText(outcome.quoteNumber ?? null, MAX_STORED_ID_CHARS),
+      total_premium: outcome.totalPremium ?? null,
+      input_issues_json: boundJson(outcome.inputIssuesJson ?? null),
+      request_json: boundJson(outcome.requestJson ?? null),
+      response_json: boundJson(outcome.responseJson ?? null),
+      updated_at: now(),
+    });
+    for (const attempt of attempts) this.insertAttemptRow(jobId, runId, rowNumber, attempt, null);
+  }
 
   recordAttempts(jobId: number, runId: number, rowNumber: number | null, attempts: readonly AttemptRecord[], agentEmail: string | null): void {
     this.db.transaction(() => {

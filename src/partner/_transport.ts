@@ -62,14 +62,14 @@ export class Transport {
       // got retries no POST by default; it is switched off outright because the client's loop
       // retries itself: only it knows whether the body left (contract §5).
       retry: { limit: 0 },
-      // got sets no time-out by default. Each phase has one, and the whole request too; which
-      // phase fired tells whether the body was sent.
+      // got sets no time-out by default. The connection's phases have their own, and the whole
+      // request one; which fired tells whether the body may have been sent. (A `send` or `response`
+      // time-out as long as the whole request's could never fire first: its timer starts later.
+      // Leaving them out spares two timers and their listeners per request.)
       timeout: {
         lookup: connectMs,
         connect: connectMs,
         secureConnect: connectMs,
-        send: timeoutMs,
-        response: timeoutMs,
         request: timeoutMs,
       },
       // Following a redirect would replay the key to another address.

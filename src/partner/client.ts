@@ -143,7 +143,8 @@ interface Parsed {
 
 class GotPartnerClient implements PartnerClient {
   readonly #options: Normalised;
-  readonly #base: URL;
+  /** Each operation's URL and its label in messages, made once (got copies the URL it is given). */
+  readonly #endpoints: Readonly<Record<AttemptKind, { url: URL; label: string }>>;
   readonly #redactor: Redactor;
   readonly #transport: Transport;
   readonly #limiter: ConcurrencyLimiter;
@@ -158,7 +159,12 @@ class GotPartnerClient implements PartnerClient {
   #probeEmail = FALLBACK_PROBE_EMAIL;
 
   constructor(options: PartnerClientOptions) {
-    this.#base = assertSafeBaseUrl(options.baseUrl);
+    const base = assertSafeBaseUrl(options.baseUrl);
+    const endpoint = (kind: AttemptKind): { url: URL; label: string } => {
+      const url = joinUrl(base, PATHS[kind]);
+      return { url, label: `POST ${displayUrl(url)}` };
+    };
+    this.#endpoints = { agent_validate: endpoint('agent_validate'), quote: endpoint('quote'), lead: endpoint('lead') };
     this.#redactor = new Redactor(options.apiKey);
     const concurrency = positiveInt(options.concurrency, 8);
     const timeoutMs = positiveInt(options.timeoutMs, 30_000);
@@ -237,8 +243,7 @@ class GotPartnerClient implements PartnerClient {
 
   async #call<T>(kind: AttemptKind, payload: string, schema: ZodType<T>, options: CallOptions): Promise<CallOutcome<T>> {
     const started = performance.now();
-    const url = joinUrl(this.#base, PATHS[kind]);
-    const label = `POST ${displayUrl(url)}`;
+    const { url, label } = this.#endpoints[kind];
     const breaker = this.#breakers[kind === 'agent_validate' ? 'validate' : 'submit'];
     const attempts: AttemptRecord[] = [];
     let last: { raw: RawAttempt; cls: AttemptClass; parsed: Parsed } | undefined;
@@ -452,7 +457,7 @@ class GotPartnerClient implements PartnerClient {
     const email = this.#probeEmail;
     const startedAt = new Date().toISOString();
     const t0 = performance.now();
-    const raw = await this.#transport.post(joinUrl(this.#base, PATHS.agent_validate), JSON.stringify({ email }));
+    const raw = await this.#transport.post(this.#endpoints.agent_validate.url, JSON.stringify({ email }));
     const durationMs = Math.round(performance.now() - t0);
     const parsed = raw.type === 'response' ? this.#parseBody(raw.text, raw.truncated, raw.bytes) : { body: null, stored: null };
     const cls = classifyAnswer('agent_validate', raw.type === 'response' ? { type: 'response', status: raw.status, body: parsed.body } : raw);

@@ -1,6 +1,6 @@
 /**
  * Between the reader and the senders: hands each item that needs sending to a task, with at most
- * `concurrency` tasks running and at most `concurrency × readAhead` waiting, so that reading stops
+ * `concurrency` tasks running and at most `concurrency × readAhead` in all, so that reading stops
  * while the senders are busy (memory is bounded whatever the file size). How many requests are
  * really in flight is the partner client's limiter's business (adaptive or fixed, contract §5):
  * `concurrency` here is its ceiling.
@@ -10,7 +10,7 @@ import pLimit from 'p-limit';
 export interface DispatchOptions {
   /** Tasks running at once (the `--concurrency` ceiling). */
   concurrency: number;
-  /** Tasks queued per running one before reading pauses. Default 4. */
+  /** Tasks (running or queued) per running one before reading pauses: 1 queues none. Default 4. */
   readAhead?: number;
 }
 
@@ -20,6 +20,8 @@ export class Dispatcher {
   readonly #maxQueued: number;
   /** The first task failure, kept so that it is thrown even after the task left the set. */
   #failure: { error: unknown } | undefined;
+  /** Callers of `ready()` waiting for a task to end. */
+  #waiting: (() => void)[] = [];
 
   constructor(options: DispatchOptions) {
     this.#limit = pLimit(options.concurrency);
@@ -28,7 +30,8 @@ export class Dispatcher {
 
   /** Waits while enough tasks are queued (backpressure on the reader); rejects when a task failed. */
   async ready(): Promise<void> {
-    while (this.#tasks.size >= this.#maxQueued) await Promise.race(this.#tasks);
+    // Woken by the end of a task, not by a race over all of them (hundreds of handlers per row).
+    while (this.#tasks.size >= this.#maxQueued) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     this.#throwFailure();
   }
 
@@ -37,12 +40,19 @@ export class Dispatcher {
     const running = this.#limit(task);
     this.#tasks.add(running);
     void running.then(
-      () => this.#tasks.delete(running),
+      () => this.#ended(running),
       (error: unknown) => {
         this.#failure ??= { error };
-        this.#tasks.delete(running);
+        this.#ended(running);
       },
     );
+  }
+
+  #ended(task: Promise<void>): void {
+    this.#tasks.delete(task);
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const wake of waiting) wake();
   }
 
   /** Waits for every queued task; rejects with the first failure. */

@@ -117,7 +117,9 @@ export class JobRunner {
 
     // More row tasks than requests in flight: a row waiting out a back-off or a Retry-After holds a
     // task, not a slot of the client's limiter, which alone bounds the requests in flight.
-    const dispatcher = new Dispatcher({ concurrency: options.concurrency * TASKS_PER_SLOT });
+    // No queue beyond the tasks: the tasks waiting for a slot are buffer enough, and a row read
+    // far ahead lives through young-generation GCs, each of which copies it (then promotes it).
+    const dispatcher = new Dispatcher({ concurrency: options.concurrency * TASKS_PER_SLOT, readAhead: 1 });
     let readToEnd = true;
     try {
       for await (const item of this.reader) {
@@ -238,7 +240,7 @@ export class JobRunner {
     const { rowNumber, request } = mapped;
     let current = initial;
     const finish = (row: RowOutcome, outcome?: CallOutcome<QuoteSuccessResponse>): Promise<void> => {
-      const committed = book.write(() => ledger.recordOutcome(jobId, this.runId, rowNumber, row, outcome?.attempts ?? []));
+      const committed = book.write(rowNumber, () => ledger.recordOutcome(jobId, this.runId, rowNumber, row, outcome?.attempts ?? []));
       book.transition(current, row.state, rowNumber);
       current = row.state;
       return committed;
@@ -277,7 +279,7 @@ export class JobRunner {
       signal: this.#halt.signal,
       beforeSend: async () => {
         if (marked) return;
-        await book.write(() => ledger.markInFlight(jobId, rowNumber, agentId, requestJson));
+        await book.write(rowNumber, () => ledger.markInFlight(jobId, rowNumber, agentId, requestJson));
         book.transition(current, 'in_flight');
         current = 'in_flight';
         marked = true;

@@ -7,6 +7,11 @@
  * answer (or the lack of one) is known. Writes of row tasks are committed together in one
  * transaction per event-loop turn: with 64 rows in flight, one commit instead of 128. A task awaits
  * the commit of its write before its request leaves, so `in_flight` is still durable first.
+ *
+ * Newly read rows are inserted in batches of up to {@link INSERT_BATCH}, not at every commit: a
+ * commit inserts them only when one of its writes concerns a row still waiting to be inserted.
+ * Each insert touches a random page of the row-key index, so a batch of 512 writes about as many
+ * pages as a handful of rows would (the WAL is written page by page).
  */
 import { FINAL_STATES, ROW_STATES, type Ledger, type NewRow, type ResumePoint, type RowState } from '../ledger/index.js';
 
@@ -20,6 +25,8 @@ export class RowBook {
   #pendingInserts: NewRow[] = [];
   #pendingKeys = new Set<string>();
   #writeQueue: (() => void)[] = [];
+  /** True when a queued write concerns a row not inserted yet. */
+  #insertBeforeWrites = false;
   #writeCommit: Promise<void> | null = null;
   #resolveCommit: (() => void) | null = null;
   #rejectCommit: ((error: unknown) => void) | null = null;
@@ -78,9 +85,13 @@ export class RowBook {
     this.#pendingKeys = new Set();
   }
 
-  /** Queues a ledger write of a row task; resolves once it is committed. */
-  write(op: () => void): Promise<void> {
+  /** Queues a ledger write of row `rowNumber`'s task; resolves once it is committed. */
+  write(rowNumber: number, op: () => void): Promise<void> {
     this.#writeQueue.push(op);
+    // Rows are read (and queued for insertion) in file order: a row at or past the first one
+    // waiting is not in the ledger yet, and must be inserted by the commit that writes it.
+    const firstWaiting = this.#pendingInserts[0];
+    if (firstWaiting !== undefined && rowNumber >= firstWaiting.rowNumber) this.#insertBeforeWrites = true;
     if (this.#writeCommit === null) {
       this.#writeCommit = new Promise<void>((resolve, reject) => {
         this.#resolveCommit = resolve;
@@ -109,16 +120,18 @@ export class RowBook {
       return true;
     }
     const inserts = this.#pendingInserts;
+    const insertFirst = this.#insertBeforeWrites;
+    this.#insertBeforeWrites = false;
     try {
       this.ledger.db.transaction(() => {
-        this.flushInserts(); // rows must exist before they are marked
+        if (insertFirst) this.flushInserts(); // rows must exist before they are marked
         for (const op of ops) op();
       })();
       resolve?.();
       return true;
     } catch (error) {
       // Rolled back: the rows of the batch were not inserted either.
-      this.#pendingInserts = [...inserts, ...this.#pendingInserts];
+      if (insertFirst) this.#pendingInserts = [...inserts, ...this.#pendingInserts];
       reject?.(error);
       return false;
     }

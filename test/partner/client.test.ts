@@ -4,6 +4,8 @@
  * machine cannot break.
  */
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type SandboxHandle } from '../../src/sandbox/index.js';
 import {
@@ -237,6 +239,34 @@ describe('retries', () => {
     const read = keep(await client.validateAgent('valid.agent@example.test'));
     expect(read).toMatchObject({ kind: 'retryable', errorCode: 'ETIMEDOUT' });
     expect(sandbox.stats().operations.validate.received).toBe(2);
+  });
+
+  it('an answer whose headers come but whose body stalls → the whole-request time-out fires → in_doubt', async () => {
+    let requests = 0;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        requests += 1;
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+        res.write('{"quote_number":'); // then nothing more: the socket stays open
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const client = makeClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 400, maxAttempts: 2 });
+      const started = performance.now();
+      const write = keep(await client.submit('quote', quoteWithKey('click-stalled-body')));
+      expect(write).toMatchObject({ kind: 'in_doubt', errorCode: 'ETIMEDOUT' });
+      expect(write.message).toMatch(/time-out in the 'request' phase/);
+      expect(write.attempts).toHaveLength(1);
+      expect(requests).toBe(1);
+      // A lower bound only: the time-out cannot fire before --timeout.
+      expect(performance.now() - started).toBeGreaterThanOrEqual(390);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
 
