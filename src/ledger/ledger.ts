@@ -372,7 +372,10 @@ export class Ledger {
     }
   }
 
-  /** Durably marks a row `in_flight` (one autocommit statement) right before its request leaves. */
+  /**
+   * Marks a row `in_flight` right before its request leaves: one statement, committed on its own
+   * or, from the pipeline, in the turn's transaction that the request waits for.
+   */
   markInFlight(jobId: number, rowNumber: number, agentId: string | null, requestJson: string | null): void {
     this.stmts.markInFlight.run(boundText(agentId, MAX_STORED_ID_CHARS), boundJson(requestJson), now(), jobId, rowNumber);
   }
