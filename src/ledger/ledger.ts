@@ -67,9 +67,9 @@ export class Ledger {
     let db: Database.Database;
     try {
       db = new Database(path, { readonly, fileMustExist: true });
-      // A writer waits out another job's commits and a checkpoint in the same file; a reader only
-      // waits for a WAL reset, which is quick.
-      db.pragma(`busy_timeout = ${readonly ? 5000 : 30_000}`);
+      // Long enough to wait out another job's commits and checkpoints in the same file; a write
+      // lock held longer (a `prune --vacuum`, a sqlite3 shell) is reported as busy (E_LEDGER).
+      db.pragma('busy_timeout = 5000');
       if (!readonly) {
         db.pragma('journal_mode = WAL');
         // NORMAL in WAL mode: a commit survives a process crash (SIGKILL) without an fsync per
