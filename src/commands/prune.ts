@@ -36,6 +36,11 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
         lines.push(result.dropped.length === 0
           ? `no ${kind} without activity since ${result.cutoff}`
           : `${dryRun ? 'would drop' : 'dropped'} ${result.dropped.length} ${kind} without activity since ${result.cutoff} (${rows} rows): ${describeJobs(result.dropped)}`);
+        for (const job of result.keptForOlder) {
+          logger.warn(`job ${job.id} kept: an older unfinished job of the same input and mapping stays, and would be resumed without it (drop both with --include-unfinished)`, {
+            event: 'prune_kept', job: job.id,
+          });
+        }
         for (const job of result.inUse) {
           logger.warn(`job ${job.id} is in use by another process: left for the next prune`, { event: 'prune_skipped', job: job.id });
         }

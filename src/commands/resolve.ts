@@ -55,7 +55,8 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         const rows = formatRowList(result.resolved);
         const crashed = result.crashedRuns === 0
           ? []
-          : [`job ${jobId}: ${result.crashedRuns} run(s) had ended without recording it (crash or kill): the ${result.newlyInDoubt} row(s) they left in flight are now in doubt`];
+          : [`job ${jobId}: ${result.crashedRuns} run(s) had ended without recording it (crash or kill): the ${result.newlyInDoubt} row(s) they left in flight are now in doubt${
+            flags.rows === undefined && result.newlyInDoubt > 0 ? ' (not settled here: check them with the partner, then resolve them)' : ''}`];
         const done = result.resolved.length === 0
           ? `job ${jobId}: no rows in doubt; nothing to resolve`
           : `job ${jobId}: ${result.resolved.length} row(s) resolved from in_doubt to ${flags.as} (rows ${rows})`;

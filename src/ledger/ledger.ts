@@ -210,12 +210,22 @@ export class Ledger {
   /**
    * Creates a job and takes its lock (see {@link lockJob}). Refuses with `E_JOB_LOCKED` while
    * another process holds an unfinished job of the same identity: two processes that both found
-   * no job to resume must not both start sending the same file.
+   * no job to resume must not both start sending the same file. With `onlyIfFirst` (a run without
+   * `--fresh` that found no job of this identity), also refuses when one appeared meanwhile.
    */
   createJob(
     job: Omit<JobRecord, 'id' | 'status' | 'total_rows' | 'created_at' | 'finished_at' | 'resume_row' | 'resume_offset' | 'resume_line'>,
+    options: { onlyIfFirst?: boolean } = {},
   ): JobRecord {
     const create = this.db.transaction(() => {
+      if (options.onlyIfFirst === true) {
+        const other = this.latestJobOf({ inputSha256: job.input_sha256, mappingSha256: job.mapping_sha256, environment: job.environment, operation: job.operation });
+        if (other !== undefined) {
+          throw new QuoteBatchError('E_JOB_LOCKED', `another process started job ${other.id} for the same input while this run was starting; nothing was sent`, {
+            hint: 'run the same command again: it will see the job as it is now',
+          });
+        }
+      }
       const others = this.stmts.unfinishedJobsOf.all(job.input_sha256, job.mapping_sha256, job.environment, job.operation) as { id: number }[];
       for (const { id } of others) {
         if (this.#locks.has(id)) continue;

@@ -40,7 +40,8 @@ export interface ResolveResult {
  * Settles rows `in_doubt` of a job as `succeeded` (the partner has them) or `pending` (it does not:
  * the next run sends them), one `resolutions` row each, in one transaction under the job's lock.
  * First, as a run's start does, runs a killed process left `running` become `crashed` and their
- * rows `in_flight` become `in_doubt` (holding the lock proves that process is dead).
+ * rows `in_flight` become `in_doubt` (holding the lock proves that process is dead); `--all-in-doubt`
+ * does not settle those: nobody has checked them yet.
  * Only rows in doubt are changed: if any row named is in another state (or absent), nothing is
  * (the crashed runs are settled all the same). The job becomes `completed` when every row of the
  * whole file is then final.
@@ -56,12 +57,18 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
     `INSERT INTO resolutions (job_id, row_number, from_state, to_state, note, resolved_at) VALUES (?, ?, 'in_doubt', ?, ?, ?)`,
   );
   const tx = db.transaction((): ResolveResult => {
+    // --all-in-doubt settles the rows in doubt as the operator saw them (`export --status in_doubt`):
+    // those a killed run left in flight become in doubt only now, unchecked, and are left so.
+    const named = request.rows;
+    const seen = named === 'all-in-doubt'
+      ? db.prepare(`SELECT row_number FROM rows WHERE job_id = ? AND state = 'in_doubt' ORDER BY row_number`).pluck().all(jobId) as number[]
+      : undefined;
     const crashed = settleCrashedRuns(ledger, jobId);
     let rows: number[];
-    if (request.rows === 'all-in-doubt') {
-      rows = db.prepare(`SELECT row_number FROM rows WHERE job_id = ? AND state = 'in_doubt' ORDER BY row_number`).pluck().all(jobId) as number[];
+    if (named === 'all-in-doubt') {
+      rows = seen ?? [];
     } else {
-      rows = [...new Set(request.rows)].sort((a, b) => a - b);
+      rows = [...new Set(named)].sort((a, b) => a - b);
       const refused = rows
         .map((row) => ({ row, state: (stateOf.get(jobId, row) as RowState | undefined) ?? null }))
         .filter((r) => r.state !== 'in_doubt');
@@ -146,6 +153,12 @@ export interface PruneResult {
   dropped: PruneCandidate[];
   /** Eligible jobs left alone because another live process holds them. */
   inUse: PruneCandidate[];
+  /**
+   * Eligible jobs kept because an older unfinished job of the same input, mapping, environment and
+   * operation stays: only the newest job of those four is resumed, and without this one a run of
+   * the file would resume the older job and send again what this one sent.
+   */
+  keptForOlder: PruneCandidate[];
 }
 
 /**
@@ -176,12 +189,21 @@ export function pruneJobs(ledger: Ledger, options: PruneOptions): PruneResult {
        ORDER BY j.id`,
     )
     .all(options.includeUnfinished ? 1 : 0, cutoff) as PruneCandidate[];
-  if (options.dryRun) return { cutoff, dropped: candidates, inUse: [] };
+  const olderUnfinished = db.prepare(
+    `SELECT o.id FROM jobs o JOIN jobs j ON j.id = ?
+     WHERE o.input_sha256 = j.input_sha256 AND o.mapping_sha256 = j.mapping_sha256 AND o.environment = j.environment
+       AND o.operation = j.operation AND o.id < j.id AND o.status != 'completed'`,
+  ).pluck();
+  const eligible = new Set(candidates.map((job) => job.id));
+  const keptForOlder = candidates.filter((job) => (olderUnfinished.all(job.id) as number[]).some((id) => !eligible.has(id)));
+  const kept = new Set(keptForOlder.map((job) => job.id));
+  const toDrop = candidates.filter((job) => !kept.has(job.id));
+  if (options.dryRun) return { cutoff, dropped: toDrop, inUse: [], keptForOlder };
 
   const drop = jobDropper(db, options.batchRows ?? PRUNE_BATCH_ROWS, options.onBatch);
   const dropped: PruneCandidate[] = [];
   const inUse: PruneCandidate[] = [];
-  for (const job of candidates) {
+  for (const job of toDrop) {
     if (!ledger.tryLockJob(job.id)) {
       inUse.push(job);
       continue;
@@ -195,7 +217,7 @@ export function pruneJobs(ledger: Ledger, options: PruneOptions): PruneResult {
     ledger.removeJobLock(job.id);
     dropped.push(job);
   }
-  return { cutoff, dropped, inUse };
+  return { cutoff, dropped, inUse, keptForOlder };
 }
 
 /** Deletes one job's records in batches (see {@link pruneJobs}); the statements are prepared once. */

@@ -166,8 +166,14 @@ export class JobRunner {
     } catch (error) {
       this.#stopAll('internal error');
       await dispatcher.settle();
-      book.flushInserts();
+      // The answers already in are recorded first; a ledger that fails again (busy, full) fails the
+      // rows not sent yet only, and the error being thrown says why.
       book.commitWrites();
+      try {
+        book.flushInserts();
+      } catch {
+        // Those rows were not recorded: the next run reads them again.
+      }
       throw error;
     } finally {
       clearInterval(heartbeat);

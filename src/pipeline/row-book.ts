@@ -130,8 +130,12 @@ export class RowBook {
       resolve?.();
       return true;
     } catch (error) {
-      // Rolled back: the rows of the batch were not inserted either.
-      if (insertFirst) this.#pendingInserts = [...inserts, ...this.#pendingInserts];
+      // Rolled back: rows the commit inserted are waiting again (with their keys, for the duplicate
+      // check). When the insert itself failed, they never left the list.
+      if (insertFirst && this.#pendingInserts !== inserts) {
+        this.#pendingInserts = [...inserts, ...this.#pendingInserts];
+        for (const row of inserts) if (row.rowKey !== null && row.state === 'pending') this.#pendingKeys.add(row.rowKey);
+      }
       reject?.(error);
       return false;
     }

@@ -149,7 +149,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         environment: options.environment,
         operation: options.operation,
         base_url: target.baseUrl,
-      });
+      }, { onlyIfFirst: !options.fresh });
       const { run, crashedRuns, newlyInDoubt } = ledger.startRun(job.id, JSON.stringify(options.options), TOOL_VERSION);
       if (resumed) {
         logger.info(`resuming job ${job.id} (run ${run.id})`, { job: job.id, run: run.id });

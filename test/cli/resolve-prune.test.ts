@@ -121,6 +121,16 @@ describe('resolve and prune', () => {
     expect(view.rows.filter((r) => [17, 18].includes(r.row_number)).map((r) => r.state)).toEqual(['succeeded', 'pending']);
   });
 
+  it('resolve --all-in-doubt after a kill settles the rows in doubt as listed, not those the killed run left in flight', async () => {
+    const ledger = ledgerWith(`UPDATE rows SET state = 'in_doubt' WHERE row_number = 12; UPDATE rows SET state = 'in_flight' WHERE row_number IN (17, 18);
+      UPDATE runs SET status = 'running', finished_at = NULL; UPDATE jobs SET status = 'running', finished_at = NULL;`);
+    const result = await cli(['resolve', '--ledger', ledger, '--all-in-doubt', '--as', 'pending']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^job 1: 1 run\(s\) had ended without recording it \(crash or kill\): the 2 row\(s\) they left in flight are now in doubt \(not settled here: check them with the partner, then resolve them\)\njob 1: 1 row\(s\) resolved from in_doubt to pending \(rows 12\)\n/);
+    const view = readLedger(ledger);
+    expect(view.rows.filter((r) => [12, 17, 18].includes(r.row_number)).map((r) => r.state)).toEqual(['pending', 'in_doubt', 'in_doubt']);
+  });
+
   it('resolve exits 4 while another process holds the job', async () => {
     const ledger = ledgerWith(IN_DOUBT);
     const holder = Ledger.open(ledger);

@@ -196,6 +196,22 @@ describe('prune', () => {
     ledger.close();
   });
 
+  it('keeps a completed job while an older unfinished job of the same identity stays (it would be resumed instead)', () => {
+    const ledger = Ledger.open(tmp.path('fresh.db'));
+    const older = makeJob(ledger, ['succeeded', 'in_doubt'], 'e'); // interrupted
+    const fresh = makeJob(ledger, ['succeeded', 'succeeded'], 'e'); // the --fresh job, completed
+    const other = makeJob(ledger, ['succeeded'], 'f');
+    const kept = pruneJobs(ledger, { olderThanMs: 30 * DAY, includeUnfinished: false, dryRun: false, now: later(31) });
+    expect(kept.dropped.map((j) => j.id)).toEqual([other]);
+    expect(kept.keptForOlder.map((j) => j.id)).toEqual([fresh]);
+    expect(ledger.getJob(fresh)?.status).toBe('completed');
+    // With --include-unfinished both go.
+    const both = pruneJobs(ledger, { olderThanMs: 30 * DAY, includeUnfinished: true, dryRun: false, now: later(31) });
+    expect(both.dropped.map((j) => j.id)).toEqual([older, fresh]);
+    expect(both.keptForOlder).toEqual([]);
+    ledger.close();
+  });
+
   it('deletes a big job in batches: another connection writes between them, none held waiting', () => {
     const path = tmp.path('l.db');
     const ledger = Ledger.open(path);

@@ -1,0 +1,60 @@
+/**
+ * The row book when the ledger refuses a commit (busy: another connection holds its write lock):
+ * nothing is lost or inserted twice, and a later commit records everything once the ledger is free.
+ */
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { Ledger, type NewRow } from '../../src/ledger/index.js';
+import { RowBook } from '../../src/pipeline/row-book.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+
+const newJob = {
+  input_path: '/tmp/in.csv', input_sha256: 'a'.repeat(64), input_format: 'csv', mapping_path: 'm.yaml',
+  mapping_sha256: 'b'.repeat(64), environment: 'sandbox', operation: 'quote', base_url: 'http://127.0.0.1:1',
+} as const;
+
+const row = (rowNumber: number): NewRow => ({ rowNumber, rowKey: `K${rowNumber}`, agentEmail: null, state: 'pending' });
+
+describe('RowBook when a commit fails', () => {
+  const tmp = useTempDir('quote-batch-row-book-');
+
+  it.each([
+    ['the insert itself', 'insert'],
+    ['a write after the insert', 'write'],
+  ] as const)('fails at %s: the rows wait again, once, with their keys, and the next commit records them', async (_label, failAt) => {
+    const path = tmp.path(`${failAt}.db`);
+    const ledger = Ledger.open(path);
+    ledger.db.pragma('busy_timeout = 0');
+    const job = ledger.createJob(newJob);
+    const { run } = ledger.startRun(job.id, '{}', 'test');
+    const book = new RowBook(ledger, job.id, run.id, undefined);
+    for (const n of [1, 2, 3]) book.record(undefined, row(n));
+
+    const other = new Database(path);
+    let committed: Promise<void>;
+    if (failAt === 'insert') {
+      other.exec('BEGIN IMMEDIATE'); // the commit's first write, the rows' insert, finds the ledger busy
+      committed = book.write(1, () => ledger.markInFlight(job.id, 1, null, null));
+    } else {
+      committed = book.write(1, () => {
+        ledger.markInFlight(job.id, 1, null, null);
+        throw new Error('a write after the insert fails');
+      });
+    }
+    await expect(committed).rejects.toThrow();
+    if (failAt === 'insert') other.exec('ROLLBACK');
+    other.close();
+    expect(ledger.countsByState(job.id).pending).toBe(0); // rolled back: no row recorded
+    expect(book.hasRowKey('K2')).toBe(true); // still known, so a later row with this key is a duplicate
+
+    await book.write(2, () => ledger.markInFlight(job.id, 2, null, null));
+    book.flushInserts();
+    const rows = ledger.db.prepare('SELECT row_number, state FROM rows WHERE job_id = ? ORDER BY row_number').all(job.id);
+    expect(rows).toEqual([
+      { row_number: 1, state: 'pending' },
+      { row_number: 2, state: 'in_flight' },
+      { row_number: 3, state: 'pending' },
+    ]);
+    ledger.close();
+  });
+});
