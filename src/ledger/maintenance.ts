@@ -179,16 +179,17 @@ export const PRUNE_BATCH_ROWS = 10_000;
 export function pruneJobs(ledger: Ledger, options: PruneOptions): PruneResult {
   const { db } = ledger;
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.olderThanMs).toISOString();
-  const candidates = db
-    .prepare(
-      `SELECT j.id, j.status, j.input_path, j.rows, MAX(j.created_at, COALESCE(j.finished_at, ''),
-         COALESCE((SELECT MAX(MAX(started_at, COALESCE(finished_at, ''), COALESCE(heartbeat_at, ''))) FROM runs WHERE job_id = j.id), ''),
-         COALESCE((SELECT MAX(resolved_at) FROM resolutions WHERE job_id = j.id), '')) AS last_activity
-       FROM (SELECT *, (SELECT COUNT(*) FROM rows WHERE job_id = jobs.id) AS rows FROM jobs) j
-       WHERE (j.status = 'completed' OR ?) AND last_activity < ?
-       ORDER BY j.id`,
-    )
-    .all(options.includeUnfinished ? 1 : 0, cutoff) as PruneCandidate[];
+  const eligibleSql = (oneJob: string): string =>
+    `SELECT j.id, j.status, j.input_path, j.rows, MAX(j.created_at, COALESCE(j.finished_at, ''),
+       COALESCE((SELECT MAX(MAX(started_at, COALESCE(finished_at, ''), COALESCE(heartbeat_at, ''))) FROM runs WHERE job_id = j.id), ''),
+       COALESCE((SELECT MAX(resolved_at) FROM resolutions WHERE job_id = j.id), '')) AS last_activity
+     FROM (SELECT *, (SELECT COUNT(*) FROM rows WHERE job_id = jobs.id) AS rows FROM jobs ${oneJob}) j
+     WHERE (j.status = 'completed' OR @unfinished) AND last_activity < @cutoff
+     ORDER BY j.id`;
+  const params = { unfinished: options.includeUnfinished ? 1 : 0, cutoff };
+  const candidates = db.prepare(eligibleSql('')).all(params) as PruneCandidate[];
+  // Read again under the job's lock: a job resumed (or finished) since the list was made has new activity.
+  const stillEligible = db.prepare(eligibleSql('WHERE id = @job'));
   const olderUnfinished = db.prepare(
     `SELECT o.id FROM jobs o JOIN jobs j ON j.id = ?
      WHERE o.input_sha256 = j.input_sha256 AND o.mapping_sha256 = j.mapping_sha256 AND o.environment = j.environment
@@ -206,6 +207,10 @@ export function pruneJobs(ledger: Ledger, options: PruneOptions): PruneResult {
   for (const job of toDrop) {
     if (!ledger.tryLockJob(job.id)) {
       inUse.push(job);
+      continue;
+    }
+    if (stillEligible.get({ ...params, job: job.id }) === undefined) {
+      ledger.unlockJob(job.id);
       continue;
     }
     try {

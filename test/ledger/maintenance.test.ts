@@ -238,6 +238,26 @@ describe('prune', () => {
     ledger.close();
   });
 
+  it('reads each job again under its lock: one run again while the prune worked on another is kept', () => {
+    const ledger = Ledger.open(tmp.path('stale.db'));
+    const first = makeJob(ledger, Array.from({ length: 300 }, () => 'succeeded' as const), 'g');
+    const second = makeJob(ledger, ['succeeded'], 'h');
+    const now = later(31);
+    let resumed = false;
+    const result = pruneJobs(ledger, {
+      olderThanMs: 30 * DAY, includeUnfinished: false, dryRun: false, now, batchRows: 100,
+      onBatch: () => {
+        if (resumed) return;
+        resumed = true; // meanwhile, a run of the second job (at the prune's "now")
+        ledger.db.prepare(`INSERT INTO runs (job_id, started_at, finished_at, status, options_json, tool_version)
+          VALUES (?, ?, ?, 'completed', '{}', 'test')`).run(second, now.toISOString(), now.toISOString());
+      },
+    });
+    expect(result.dropped.map((j) => j.id)).toEqual([first]);
+    expect(ledger.getJob(second)).toBeDefined();
+    ledger.close();
+  });
+
   it('leaves a job another process holds, and vacuums only when no job is held elsewhere', () => {
     const path = tmp.path('l.db');
     const ledger = Ledger.open(path);
