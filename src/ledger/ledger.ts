@@ -2,18 +2,19 @@
  * The SQLite ledger: one file, WAL mode, created 0600. better-sqlite3 is synchronous, so the
  * pipeline awaits the network first and then records synchronously (never `await` inside a
  * transaction). Statements are prepared once. A process working on a job holds the job's lock
- * (`_job-lock.ts`); every free text stored is bounded (`limits.ts`).
+ * (`_job-lock.ts`); every free text stored is bounded (`limits.ts`); `_open.ts` opens, creates and
+ * migrates the file.
  */
-import { chmodSync, closeSync, existsSync, openSync, realpathSync, statSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import type { AttemptRecord } from '../partner/types.js';
 import { jobLockPath, tryAcquireJobLock, type JobLock } from './_job-lock.js';
+import { openDatabase } from './_open.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
-import { MIGRATIONS, ROW_STATES, SCHEMA_VERSION, type JobStatus, type RowState, type RunStatus } from './schema.js';
+import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from './schema.js';
 import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RowOutcome, RunRecord, RunSample } from './types.js';
 
 export const now = (): string => new Date().toISOString();
@@ -52,55 +53,7 @@ export class Ledger {
    * create one (for commands that change an existing ledger: `resolve`, `prune`).
    */
   static open(path: string, options: { readonly?: boolean; mustExist?: boolean } = {}): Ledger {
-    const readonly = options.readonly === true;
-    if ((readonly || options.mustExist === true) && !existsSync(path)) {
-      throw new QuoteBatchError('E_LEDGER', `ledger ${path} does not exist`, {
-        hint: 'run `quote-batch run …` first, or pass --ledger <file>',
-      });
-    }
-    if (isDirectory(path)) {
-      throw new QuoteBatchError('E_LEDGER', `the ledger path ${path} is a directory`, {
-        hint: 'pass --ledger <file> naming a file, e.g. --ledger /var/lib/quote-batch/leads.db',
-      });
-    }
-    if (!readonly) createPrivateFile(path);
-    let db: Database.Database;
-    try {
-      db = new Database(path, { readonly, fileMustExist: true });
-      // Long enough to wait out another job's commits and checkpoints in the same file; a write
-      // lock held longer (a `prune --vacuum`, a sqlite3 shell) is reported as busy (E_LEDGER).
-      db.pragma('busy_timeout = 5000');
-      if (!readonly) {
-        db.pragma('journal_mode = WAL');
-        // NORMAL in WAL mode: a commit survives a process crash (SIGKILL) without an fsync per
-        // row; only a power loss could drop the last commits, and those rows are then re-read
-        // as pending/in_flight and handled by the resume rules.
-        db.pragma('synchronous = NORMAL');
-        db.pragma('foreign_keys = ON');
-      }
-    } catch (error) {
-      throw new QuoteBatchError('E_LEDGER', `cannot open ledger ${path}: ${(error as Error).message}`, {
-        cause: error,
-        hint: 'quote-batch needs to read and write the ledger file and create files beside it (-wal, -shm, job locks)',
-      });
-    }
-    try {
-      migrate(db, path, readonly);
-    } catch (error) {
-      db.close();
-      if (error instanceof QuoteBatchError) throw error;
-      throw new QuoteBatchError('E_LEDGER', `cannot open ledger ${path}: ${(error as Error).message}`, {
-        cause: error,
-        hint: 'pass --ledger <file> naming a quote-batch ledger (a SQLite file written by `quote-batch run`)',
-      });
-    }
-    if (!readonly) {
-      // SQLite gives -wal/-shm the database file's mode; make sure of it once they exist.
-      for (const suffix of ['-wal', '-shm']) {
-        if (existsSync(path + suffix)) chmodSync(path + suffix, 0o600);
-      }
-    }
-    return new Ledger(path, db);
+    return new Ledger(path, openDatabase(path, options));
   }
 
   /** Releases every job lock this connection holds, then closes it. */
@@ -479,49 +432,4 @@ export class Ledger {
       message: boundText(agent.message),
     });
   }
-}
-
-function createPrivateFile(path: string): void {
-  if (existsSync(path)) return;
-  try {
-    closeSync(openSync(path, 'a', 0o600));
-    chmodSync(path, 0o600); // the umask may have narrowed it further; never widened
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const dir = dirname(path);
-    const [reason, hint] =
-      code === 'ENOENT'
-        ? [`the directory ${dir} does not exist`, `create it, or pass --ledger <file> in an existing directory`]
-        : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
-          ? [`the directory ${dir} is not writable`, 'run quote-batch as a user that may write there, or pass --ledger <file> elsewhere']
-          : [(error as Error).message, 'pass --ledger <file> naming a file quote-batch may create'];
-    throw new QuoteBatchError('E_LEDGER', `cannot create ledger ${path}: ${reason}`, { cause: error, hint });
-  }
-}
-
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function migrate(db: Database.Database, path: string, readonly: boolean): void {
-  const version = db.pragma('user_version', { simple: true }) as number;
-  if (version > SCHEMA_VERSION) {
-    throw new QuoteBatchError(
-      'E_LEDGER',
-      `ledger ${path} has schema version ${version}, newer than this quote-batch understands (${SCHEMA_VERSION})`,
-      { hint: 'upgrade quote-batch, or use another --ledger file' },
-    );
-  }
-  if (version === SCHEMA_VERSION) return;
-  if (readonly) {
-    throw new QuoteBatchError('E_LEDGER', `ledger ${path} has schema version ${version}; open it with \`run\` once to migrate it`);
-  }
-  db.transaction(() => {
-    for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v] as string);
-    db.pragma(`user_version = ${SCHEMA_VERSION}`);
-  }).immediate();
 }

@@ -1,0 +1,111 @@
+/**
+ * Opening a ledger file: created 0600 when absent (and its -wal/-shm kept so), WAL mode, and
+ * migrated to the schema this version writes; every way that can fail is an `E_LEDGER` with a hint.
+ */
+import { chmodSync, closeSync, existsSync, openSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { QuoteBatchError } from '../errors.js';
+import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
+
+/**
+ * Opens (creating with mode 0600 when absent) and migrates the ledger database at `path`.
+ * `readonly` opens an existing ledger for reports without migrating it; `mustExist` refuses to
+ * create one (for commands that change an existing ledger: `resolve`, `prune`).
+ */
+export function openDatabase(path: string, options: { readonly?: boolean; mustExist?: boolean }): Database.Database {
+  const readonly = options.readonly === true;
+  if ((readonly || options.mustExist === true) && !existsSync(path)) {
+    throw new QuoteBatchError('E_LEDGER', `ledger ${path} does not exist`, {
+      hint: 'run `quote-batch run …` first, or pass --ledger <file>',
+    });
+  }
+  if (isDirectory(path)) {
+    throw new QuoteBatchError('E_LEDGER', `the ledger path ${path} is a directory`, {
+      hint: 'pass --ledger <file> naming a file, e.g. --ledger /var/lib/quote-batch/leads.db',
+    });
+  }
+  if (!readonly) createPrivateFile(path);
+  let db: Database.Database;
+  try {
+    db = new Database(path, { readonly, fileMustExist: true });
+    // Long enough to wait out another job's commits and checkpoints in the same file; a write
+    // lock held longer (a `prune --vacuum`, a sqlite3 shell) is reported as busy (E_LEDGER).
+    db.pragma('busy_timeout = 5000');
+    if (!readonly) {
+      db.pragma('journal_mode = WAL');
+      // NORMAL in WAL mode: a commit survives a process crash (SIGKILL) without an fsync per
+      // row; only a power loss could drop the last commits, and those rows are then re-read
+      // as pending/in_flight and handled by the resume rules.
+      db.pragma('synchronous = NORMAL');
+      db.pragma('foreign_keys = ON');
+    }
+  } catch (error) {
+    throw new QuoteBatchError('E_LEDGER', `cannot open ledger ${path}: ${(error as Error).message}`, {
+      cause: error,
+      hint: 'quote-batch needs to read and write the ledger file and create files beside it (-wal, -shm, job locks)',
+    });
+  }
+  try {
+    migrate(db, path, readonly);
+  } catch (error) {
+    db.close();
+    if (error instanceof QuoteBatchError) throw error;
+    throw new QuoteBatchError('E_LEDGER', `cannot open ledger ${path}: ${(error as Error).message}`, {
+      cause: error,
+      hint: 'pass --ledger <file> naming a quote-batch ledger (a SQLite file written by `quote-batch run`)',
+    });
+  }
+  if (!readonly) {
+    // SQLite gives -wal/-shm the database file's mode; make sure of it once they exist.
+    for (const suffix of ['-wal', '-shm']) {
+      if (existsSync(path + suffix)) chmodSync(path + suffix, 0o600);
+    }
+  }
+  return db;
+}
+
+function createPrivateFile(path: string): void {
+  if (existsSync(path)) return;
+  try {
+    closeSync(openSync(path, 'a', 0o600));
+    chmodSync(path, 0o600); // the umask may have narrowed it further; never widened
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const dir = dirname(path);
+    const [reason, hint] =
+      code === 'ENOENT'
+        ? [`the directory ${dir} does not exist`, `create it, or pass --ledger <file> in an existing directory`]
+        : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+          ? [`the directory ${dir} is not writable`, 'run quote-batch as a user that may write there, or pass --ledger <file> elsewhere']
+          : [(error as Error).message, 'pass --ledger <file> naming a file quote-batch may create'];
+    throw new QuoteBatchError('E_LEDGER', `cannot create ledger ${path}: ${reason}`, { cause: error, hint });
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function migrate(db: Database.Database, path: string, readonly: boolean): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > SCHEMA_VERSION) {
+    throw new QuoteBatchError(
+      'E_LEDGER',
+      `ledger ${path} has schema version ${version}, newer than this quote-batch understands (${SCHEMA_VERSION})`,
+      { hint: 'upgrade quote-batch, or use another --ledger file' },
+    );
+  }
+  if (version === SCHEMA_VERSION) return;
+  if (readonly) {
+    throw new QuoteBatchError('E_LEDGER', `ledger ${path} has schema version ${version}; open it with \`run\` once to migrate it`);
+  }
+  db.transaction(() => {
+    for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v] as string);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }).immediate();
+}
