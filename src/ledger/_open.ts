@@ -33,7 +33,7 @@ export function openDatabase(path: string, options: { readonly?: boolean; mustEx
     // lock held longer (a `prune --vacuum`, a sqlite3 shell) is reported as busy (E_LEDGER).
     db.pragma('busy_timeout = 5000');
     if (!readonly) {
-      db.pragma('journal_mode = WAL');
+      enableWal(db);
       // NORMAL in WAL mode: a commit survives a process crash (SIGKILL) without an fsync per
       // row; only a power loss could drop the last commits, and those rows are then re-read
       // as pending/in_flight and handled by the resume rules.
@@ -91,6 +91,29 @@ function isDirectory(path: string): boolean {
   }
 }
 
+/** How long {@link enableWal} retries, and how long it sleeps between tries. */
+const WAL_SWITCH_WAIT_MS = 5000;
+const WAL_SWITCH_RETRY_MS = 20;
+
+/**
+ * Puts the file in WAL mode (it stays so). Switching needs the file to itself, and SQLite answers
+ * "database is locked" at once, without its busy handler, while another process opening the same
+ * new ledger holds it for a moment (two cron runs started together): try again for a while.
+ */
+function enableWal(db: Database.Database): void {
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + WAL_SWITCH_WAIT_MS;
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw error;
+      Atomics.wait(sleeper, 0, 0, WAL_SWITCH_RETRY_MS);
+    }
+  }
+}
+
 function migrate(db: Database.Database, path: string, readonly: boolean): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
@@ -105,7 +128,10 @@ function migrate(db: Database.Database, path: string, readonly: boolean): void {
     throw new QuoteBatchError('E_LEDGER', `ledger ${path} has schema version ${version}; open it with \`run\` once to migrate it`);
   }
   db.transaction(() => {
-    for (let v = version; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v] as string);
-    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    // Read again under the write lock: another process opening the same new ledger at the same
+    // moment (two cron runs) may have migrated it since.
+    const current = db.pragma('user_version', { simple: true }) as number;
+    for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v] as string);
+    if (current < SCHEMA_VERSION) db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }

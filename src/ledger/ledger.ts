@@ -171,6 +171,14 @@ export class Ledger {
     options: { onlyIfFirst?: boolean } = {},
   ): JobRecord {
     const create = this.db.transaction(() => {
+      const others = this.stmts.unfinishedJobsOf.all(job.input_sha256, job.mapping_sha256, job.environment, job.operation) as { id: number }[];
+      for (const { id } of others) {
+        if (this.#locks.has(id)) continue;
+        const probe = tryAcquireJobLock(this.#realPath, id);
+        if (probe === undefined) throw this.lockedError(id, `job ${id}, with the same input, mapping, environment and operation,`);
+        probe.release();
+      }
+      // No live process holds one, but one appeared since the caller looked (and finished, or died).
       if (options.onlyIfFirst === true) {
         const other = this.latestJobOf({ inputSha256: job.input_sha256, mappingSha256: job.mapping_sha256, environment: job.environment, operation: job.operation });
         if (other !== undefined) {
@@ -178,13 +186,6 @@ export class Ledger {
             hint: 'run the same command again: it will see the job as it is now',
           });
         }
-      }
-      const others = this.stmts.unfinishedJobsOf.all(job.input_sha256, job.mapping_sha256, job.environment, job.operation) as { id: number }[];
-      for (const { id } of others) {
-        if (this.#locks.has(id)) continue;
-        const probe = tryAcquireJobLock(this.#realPath, id);
-        if (probe === undefined) throw this.lockedError(id, `job ${id}, with the same input, mapping, environment and operation,`);
-        probe.release();
       }
       const id = Number(this.stmts.insertJob.run({ ...job, created_at: now() }).lastInsertRowid);
       this.lockJob(id);

@@ -73,7 +73,9 @@ describe('ledger', () => {
       expect(a.latestJobOf(identity)?.id).toBe(fresh.id);
       // The lock b took to look was given back: a can still run the older job's cleanup (resolve, prune).
       a.lockJob(job.id);
-      // b found no job at all and creates one; meanwhile a created one (it is a newer job here).
+      // b found no job at all and creates one; meanwhile a created one, and no longer holds it.
+      a.unlockJob(job.id);
+      a.unlockJob(fresh.id);
       expect(() => b.createJob(newJob, { onlyIfFirst: true })).toThrow(/another process started job \d+ for the same input while this run was starting; nothing was sent/);
     } finally {
       b.close();
