@@ -180,7 +180,7 @@ export class Ledger {
       }
       // No live process holds one, but one appeared since the caller looked (and finished, or died).
       if (options.onlyIfFirst === true) {
-        const other = this.latestJobOf({ inputSha256: job.input_sha256, mappingSha256: job.mapping_sha256, environment: job.environment, operation: job.operation });
+        const other = this.latestJobOf(identityOf(job));
         if (other !== undefined) {
           throw new QuoteBatchError('E_JOB_LOCKED', `another process started job ${other.id} for the same input while this run was starting; nothing was sent`, {
             hint: 'run the same command again: it will see the job as it is now',
@@ -260,9 +260,7 @@ export class Ledger {
   private assertStillRunnable(jobId: number): void {
     const job = this.getJob(jobId);
     if (job === undefined) throw new QuoteBatchError('E_LEDGER', `job ${jobId} is not in the ledger (pruned meanwhile?); nothing was sent`);
-    const newest = this.latestJobOf({
-      inputSha256: job.input_sha256, mappingSha256: job.mapping_sha256, environment: job.environment, operation: job.operation,
-    });
+    const newest = this.latestJobOf(identityOf(job));
     const changed = job.status === 'completed'
       ? `another process completed job ${jobId}`
       : newest !== undefined && newest.id !== jobId ? `another process started job ${newest.id} for the same input (--fresh)` : undefined;
@@ -433,4 +431,9 @@ export class Ledger {
       message: boundText(agent.message),
     });
   }
+}
+
+/** What makes two jobs the same job: input, mapping, environment and operation. */
+function identityOf(job: Pick<JobRecord, 'input_sha256' | 'mapping_sha256' | 'environment' | 'operation'>): JobIdentity {
+  return { inputSha256: job.input_sha256, mappingSha256: job.mapping_sha256, environment: job.environment, operation: job.operation };
 }

@@ -7,7 +7,7 @@ import type Database from 'better-sqlite3';
 import type { Ledger } from './ledger.js';
 import { now } from './ledger.js';
 import { boundText } from './limits.js';
-import type { JobStatus, RowState } from './schema.js';
+import { countUnfinished, type JobStatus, type RowState } from './schema.js';
 
 /** What `resolve` records the partner did with rows in doubt. */
 export type Resolution = 'succeeded' | 'pending';
@@ -60,15 +60,13 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
     // --all-in-doubt settles the rows in doubt as the operator saw them (`export --status in_doubt`):
     // those a killed run left in flight become in doubt only now, unchecked, and are left so.
     const named = request.rows;
-    const seen = named === 'all-in-doubt'
+    const all = named === 'all-in-doubt';
+    const rows = all
       ? db.prepare(`SELECT row_number FROM rows WHERE job_id = ? AND state = 'in_doubt' ORDER BY row_number`).pluck().all(jobId) as number[]
-      : undefined;
+      : [...new Set(named)].sort((a, b) => a - b);
     const crashed = settleCrashedRuns(ledger, jobId);
-    let rows: number[];
-    if (named === 'all-in-doubt') {
-      rows = seen ?? [];
-    } else {
-      rows = [...new Set(named)].sort((a, b) => a - b);
+    if (!all) {
+      // Named rows are checked after settling: a row a killed run left in flight may be named.
       const refused = rows
         .map((row) => ({ row, state: (stateOf.get(jobId, row) as RowState | undefined) ?? null }))
         .filter((r) => r.state !== 'in_doubt');
@@ -107,7 +105,7 @@ function jobState(ledger: Ledger, jobId: number): { jobStatus: JobStatus; unfini
   const job = ledger.getJob(jobId);
   return {
     jobStatus: job?.status ?? 'interrupted',
-    unfinished: counts.pending + counts.in_flight + counts.failed + counts.in_doubt,
+    unfinished: countUnfinished(counts),
   };
 }
 

@@ -26,6 +26,11 @@ export const FINAL_STATES: ReadonlySet<RowState> = new Set<RowState>([
   'duplicate',
 ]);
 
+/** Rows of these counts that are not final: what a further run (or `resolve`) still handles. */
+export function countUnfinished(counts: Readonly<Record<RowState, number>>): number {
+  return ROW_STATES.reduce((sum, state) => (FINAL_STATES.has(state) ? sum : sum + counts[state]), 0);
+}
+
 export const JOB_STATUSES = ['running', 'interrupted', 'completed'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 

@@ -143,14 +143,16 @@ export class RowBook {
 
   /** Keeps the in-memory counts (for progress and the end state) in step with the ledger. */
   transition(from: RowState | undefined, to: RowState, rowNumber?: number): void {
-    if (rowNumber !== undefined && (FINAL_STATES.has(to) || to === 'failed' || to === 'in_doubt')) {
+    // Final, or left for a later run (failed, in doubt): this run is done with the row.
+    const settled = FINAL_STATES.has(to) || to === 'failed' || to === 'in_doubt';
+    if (rowNumber !== undefined && settled) {
       const position = this.#inProgress.get(rowNumber);
       this.#inProgress.delete(rowNumber);
       if (position !== undefined && !FINAL_STATES.has(to)) this.#unfinished(position);
     }
     if (from !== undefined) this.counts[from] -= 1;
     this.counts[to] += 1;
-    if (FINAL_STATES.has(to) || to === 'failed' || to === 'in_doubt') this.rowsDone += 1;
+    if (settled) this.rowsDone += 1;
   }
 
   /** A row read by this run that is not settled yet: the resume point cannot pass it. */

@@ -1,6 +1,6 @@
 /** `quote-batch jobs`: the jobs of a ledger, newest first, with their counts (from `job_summary`). */
 import type Database from 'better-sqlite3';
-import type { JobStatus } from '../ledger/index.js';
+import { countUnfinished, type JobStatus } from '../ledger/index.js';
 import { cleanText, formatInteger, formatTimestamp, padCell, padCellLeft, truncateStart } from './_text.js';
 
 /** One job as `quote-batch jobs --format json` lists it. */
@@ -46,7 +46,7 @@ export function renderJobsTable(jobs: readonly JobListing[], width = 100): strin
   ];
   for (const j of jobs) {
     const toFix = j.rejected + j.agent_invalid + j.invalid;
-    const open = j.pending + j.in_flight + j.failed + j.in_doubt;
+    const open = countUnfinished(j);
     lines.push(
       `${padCellLeft(String(j.id), 4)} ${padCell(j.status, 11)} ${padCell(cleanText(j.environment), 10)} ${padCell(cleanText(j.operation), 5)} ${padCellLeft(formatInteger(j.rows_recorded), 7)} ${padCellLeft(formatInteger(j.succeeded), 7)} ${padCellLeft(formatInteger(toFix), 5)} ${padCellLeft(formatInteger(open), 5)} ${formatTimestamp(j.created_at).slice(0, 16)}`,
       `     ${truncateStart(cleanText(j.input_path), Math.max(75, width - 5))}`,
