@@ -11,7 +11,7 @@
  */
 import type { ZodType } from 'zod';
 import { formatDuration } from '../duration.js';
-import { classifyAnswer, readString, type AttemptClass } from './_classify.js';
+import { classifyAnswer, MAX_MESSAGE_LENGTH, readString, type AttemptClass } from './_classify.js';
 import { sleep } from './_sleep.js';
 import { Transport, type RawAttempt } from './_transport.js';
 import { calculateRetryDelay, parseRetryAfter } from './backoff.js';
@@ -118,7 +118,6 @@ const PATHS: Readonly<Record<AttemptKind, string>> = {
 const MAX_RAW_BODY = 2000;
 /** A JSON answer longer than this is stored as its head only. */
 const MAX_STORED_BODY = 16 * 1024;
-const MAX_PARTNER_MESSAGE = 300;
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** A read the partner can answer whatever it knows of the agent (400 for a bad address is an answer too). */
 const FALLBACK_PROBE_EMAIL = 'quote-batch-probe@example.com';
@@ -183,16 +182,17 @@ class GotPartnerClient implements PartnerClient {
     };
     this.#limiter = options.limiter ?? new FixedLimiter(concurrency);
     this.#rate = new RateLimiter(nonNegative(options.rate, 0));
+    const maxOutageMs = nonNegative(options.maxOutageMs, 600_000);
+    const maxConsecutiveInDoubt = positiveInt(options.maxConsecutiveInDoubt, concurrency);
     const breaker = (openAfterInDoubt: number): CircuitBreaker => new CircuitBreaker({
       openAfterFailures: nonNegative(options.maxConsecutiveFailures, 10),
       openAfterInDoubt,
       cooldownMs: nonNegative(options.breakerCooldownMs, 1000),
       maxCooldownMs: 30_000,
-      maxOutageMs: nonNegative(options.maxOutageMs, 600_000),
+      maxOutageMs,
     });
-    this.#breakers = { validate: breaker(0), submit: breaker(positiveInt(options.maxConsecutiveInDoubt, concurrency)) };
-    const maxOutageMs = nonNegative(options.maxOutageMs, 600_000);
-    const inDoubtBudget = 2 * positiveInt(options.maxConsecutiveInDoubt, concurrency);
+    this.#breakers = { validate: breaker(0), submit: breaker(maxConsecutiveInDoubt) };
+    const inDoubtBudget = 2 * maxConsecutiveInDoubt;
     for (const [name, b] of Object.entries(this.#breakers) as [BreakerName, CircuitBreaker][]) {
       b.gaveUpSignal.addEventListener('abort', () => {
         const what = name === 'submit' ? 'quotes/leads' : 'agent validation';
@@ -509,7 +509,7 @@ class GotPartnerClient implements PartnerClient {
     }
     const partnerMessage = readString(body, 'message');
     const code = readString(body, 'error_code');
-    const reason = [code?.slice(0, 64), partnerMessage === undefined ? undefined : partnerMessage.slice(0, MAX_PARTNER_MESSAGE)]
+    const reason = [code?.slice(0, 64), partnerMessage === undefined ? undefined : partnerMessage.slice(0, MAX_MESSAGE_LENGTH)]
       .filter((s): s is string => s !== undefined && s !== '')
       .join(': ');
     const cut = raw.truncated ? `, answer cut at ${raw.bytes} bytes` : '';

@@ -27,15 +27,13 @@ export class CallMetrics {
   #throttled = 0;
   #errors = 0;
   #latencies: number[] = [];
-  #seen = 0;
 
   record(latencyMs: number, cls: AttemptClass): void {
     this.#attempts += 1;
     if (cls.throttled) this.#throttled += 1;
     else if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') this.#errors += 1;
-    this.#seen += 1;
     if (this.#latencies.length < MAX_LATENCIES) this.#latencies.push(latencyMs);
-    else if (this.#seen % Math.ceil(this.#seen / MAX_LATENCIES) === 0) this.#latencies[this.#seen % MAX_LATENCIES] = latencyMs;
+    else if (this.#attempts % Math.ceil(this.#attempts / MAX_LATENCIES) === 0) this.#latencies[this.#attempts % MAX_LATENCIES] = latencyMs;
   }
 
   /** Returns what was seen since the last call, and starts a new sample. */
@@ -53,7 +51,6 @@ export class CallMetrics {
     this.#throttled = 0;
     this.#errors = 0;
     this.#latencies = [];
-    this.#seen = 0;
     return sample;
   }
 }

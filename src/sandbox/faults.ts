@@ -181,9 +181,9 @@ export function drawFaults(random: () => number): FaultDraws {
 }
 
 /** The `Retry-After` header value in the configured format. */
-export function formatRetryAfter(faults: Readonly<SandboxFaults>, nowMs: number): string {
-  const seconds = Math.max(0, Math.ceil(faults.retryAfterSeconds));
-  if (faults.retryAfterFormat === 'seconds') return String(seconds);
+export function formatRetryAfter(format: SandboxFaults['retryAfterFormat'], retryAfterSeconds: number, nowMs: number): string {
+  const seconds = Math.max(0, Math.ceil(retryAfterSeconds));
+  if (format === 'seconds') return String(seconds);
   // An HTTP date has whole-second precision: round up so the caller never retries early.
   return new Date(Math.ceil(nowMs / 1000) * 1000 + seconds * 1000).toUTCString();
 }

@@ -167,7 +167,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   }
 
   function retryAfterHeaders(seconds = faults.retryAfterSeconds): Record<string, string> {
-    return { 'retry-after': formatRetryAfter({ ...faults, retryAfterSeconds: seconds }, Date.now()) };
+    return { 'retry-after': formatRetryAfter(faults.retryAfterFormat, seconds, Date.now()) };
   }
 
   /** Decides and sends the outcome of one operation request whose body has been read. */
