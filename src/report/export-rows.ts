@@ -6,6 +6,7 @@
 import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import { ROW_STATES, type RowState } from '../ledger/index.js';
+import { sqlList } from './_buckets.js';
 import { formatCsvLine } from './csv.js';
 
 /** The columns of an export, in order (CSV header and NDJSON keys). */
@@ -97,7 +98,7 @@ export interface ProblemRows {
 
 /** The rows of {@link PROBLEM_STATES} the HTML report lists: at most `limit`, in row order (the primary key's: no sort). */
 export function readProblemRows(db: Database.Database, jobId: number, limit = 1000): ProblemRows {
-  const where = `WHERE job_id = ? AND state IN (${PROBLEM_STATES.map((s) => `'${s}'`).join(', ')})`;
+  const where = `WHERE job_id = ? AND state IN (${sqlList(PROBLEM_STATES)})`;
   const total = db.prepare(`SELECT COUNT(*) FROM rows ${where}`).pluck().get(jobId) as number;
   const rows = db.prepare(`SELECT ${EXPORT_COLUMNS.join(', ')} FROM rows ${where} ORDER BY row_number LIMIT ?`)
     .all(jobId, limit) as ExportedRow[];

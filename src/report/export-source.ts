@@ -58,16 +58,15 @@ interface LedgerRow {
 }
 
 /**
- * Writes the header (CSV) and the selected rows through `write`, in row order. Throws
- * `QuoteBatchError('E_USAGE')` when a selected row has no recorded position
- * ({@link checkSourcePositions}) and `E_INPUT` when the input ends before a recorded position.
- * The caller checks first that the input is the file the job read (its SHA-256). Returns the rows written.
+ * Writes the header (CSV) and the selected rows through `write`, in row order. Throws `E_INPUT`
+ * when the input ends before a recorded position. The caller checks first that every selected row
+ * has a recorded position ({@link checkSourcePositions}) and that the input is the file the job
+ * read (its SHA-256). Returns the rows written.
  */
 export async function exportSourceRows(db: Database.Database, options: SourceExportOptions, write: (chunk: Buffer) => void): Promise<number> {
   const { input } = options;
   const csv = input.format !== 'ndjson';
   const selected = new Set(options.states);
-  checkSourcePositions(db, options.jobId, options.states);
   const cursor = new ByteCursor(openBytes(input));
   const out = new ChunkedWriter(write);
   let count = 0;

@@ -10,7 +10,7 @@ import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimesta
 import {
   renderCompletionsChart, renderConcurrencyChart, renderThroughputChart, SERIES_COLORS,
 } from './_time-charts.js';
-import type { ProblemRows } from './export-rows.js';
+import { PROBLEM_STATES, type ProblemRows } from './export-rows.js';
 import { ATTEMPT_KINDS, ATTEMPT_OUTCOMES, ERROR_STATES, type Report, type Stats } from './types.js';
 
 export const STATE_COLORS: Record<RowState, string> = {
@@ -214,8 +214,8 @@ ${problems.rows.length === 0 ? '<p class="note">None.</p>' : rawTable(
 
 /** The states that have rows to look at, for the export command the page suggests. */
 function problemStates(report: Report): RowState[] {
-  const present = ROW_STATES.filter((s) => s !== 'succeeded' && report.rows.by_state[s] > 0);
-  return present.length === 0 ? ROW_STATES.filter((s) => s !== 'succeeded') : present;
+  const present = PROBLEM_STATES.filter((s) => report.rows.by_state[s] > 0);
+  return present.length === 0 ? [...PROBLEM_STATES] : present;
 }
 
 function partnerSentence(report: Report): string {

@@ -5,6 +5,7 @@
 import type Database from 'better-sqlite3';
 import { describeErrorKind, ErrorGroups, type ErrorGroup } from '../error-groups.js';
 import type { RowState } from '../ledger/index.js';
+import { sqlList } from './_buckets.js';
 import { ERROR_STATES, type ReportRowError } from './types.js';
 
 export interface RowErrorGroups {
@@ -24,7 +25,7 @@ export function readErrorGroups(db: Database.Database, jobId: number, options: {
   const firstMessage = new Map<ErrorGroup, string | null>();
   const stmt = db.prepare(
     `SELECT row_number, state, error_code, error_message FROM rows
-     WHERE job_id = ? AND state IN (${ERROR_STATES.map((s) => `'${s}'`).join(', ')}) ORDER BY row_number`,
+     WHERE job_id = ? AND state IN (${sqlList(ERROR_STATES)}) ORDER BY row_number`,
   ).raw();
   for (const [row, state, errorCode, message] of stmt.iterate(jobId) as Iterable<[number, RowState, string | null, string | null]>) {
     const group = groups.add({ state, errorCode, message }, row);
