@@ -105,11 +105,8 @@ export async function checkInput(inputPath: string, mapping: CompiledMapping, op
   try {
     if (reader.columns !== null) mapping.checkColumns(reader.columns);
     coverage?.start(reader.columns);
+    // The reader watches the signal: it yields no row once it is raised.
     for await (const item of reader) {
-      if (options.signal?.aborted === true) {
-        summary.interrupted = true;
-        break;
-      }
       summary.rows += 1;
       // Size the key table once, from the share of the file these rows took (see RowKeySet).
       if (summary.rows === RESERVE_AFTER_ROWS && reader.bytesRead > 0) {
@@ -158,7 +155,7 @@ export async function checkInput(inputPath: string, mapping: CompiledMapping, op
         });
       }
     }
-    // The reader also stops on the signal where no row comes (a long run of blank lines).
+    // A reader stopped by the signal ends as if the file ended (also inside a long run of blank lines).
     if (options.signal?.aborted === true) summary.interrupted = true;
   } finally {
     await reader.close();
