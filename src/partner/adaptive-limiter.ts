@@ -5,6 +5,7 @@
  * the window and, once the partner has throttled, the pacing rate. docs/adaptive.md describes it.
  */
 import type { AttemptSample, ConcurrencyLimiter, ConcurrencySlot } from './concurrency.js';
+import { onAnyAbort } from './_sleep.js';
 import { createWindowState, effectiveWindow, nextWindowState, type WindowEvent, type WindowState } from './_window-rules.js';
 
 /** Time as the limiter sees it: a monotonic clock and one-shot timers (a simulation injects its own). */
@@ -73,7 +74,6 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   #state: WindowState;
   #inFlight = 0;
   readonly #waiters: Waiter[] = [];
-  readonly #watched = new Map<AbortSignal, Set<Waiter>>();
   /** When pacing lets the next request leave. */
   #nextSendAt = Number.NEGATIVE_INFINITY;
   #lastPaceHoldAt = Number.NEGATIVE_INFINITY;
@@ -126,50 +126,25 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     if (live.some((s) => s.aborted)) return 'aborted';
     if (this.#waiters.length === 0 && this.#admits() && this.#paceDelay() === 0) return this.#take();
     return new Promise<ConcurrencySlot | 'aborted'>((resolve) => {
+      let off = (): void => {};
       const waiter: Waiter = {
         settle: (result) => {
-          for (const s of live) this.#unwatch(s, waiter);
+          off();
           resolve(result);
         },
       };
-      for (const s of live) this.#watch(s, waiter);
       this.#waiters.push(waiter);
+      // One listener per signal however many callers wait on it (see onAnyAbort).
+      off = onAnyAbort(live, () => {
+        const at = this.#waiters.indexOf(waiter);
+        if (at >= 0) this.#waiters.splice(at, 1);
+        waiter.settle('aborted');
+        // The head may have left: the next one may go now (or need no timer at all).
+        this.#dispatch();
+      });
       this.#dispatch();
     });
   }
-
-  /**
-   * One listener per signal, however many callers wait on it (a run's stop signal is shared by
-   * all its senders): listeners stay few and are removed once no caller waits on the signal.
-   */
-  #watch(signal: AbortSignal, waiter: Waiter): void {
-    let waiting = this.#watched.get(signal);
-    if (waiting === undefined) {
-      waiting = new Set();
-      this.#watched.set(signal, waiting);
-      signal.addEventListener('abort', this.#onAbort);
-    }
-    waiting.add(waiter);
-  }
-
-  #unwatch(signal: AbortSignal, waiter: Waiter): void {
-    const waiting = this.#watched.get(signal);
-    if (waiting === undefined || !waiting.delete(waiter) || waiting.size > 0) return;
-    this.#watched.delete(signal);
-    signal.removeEventListener('abort', this.#onAbort);
-  }
-
-  readonly #onAbort = (event: Event): void => {
-    const waiting = this.#watched.get(event.target as AbortSignal);
-    if (waiting === undefined) return;
-    for (const waiter of [...waiting]) {
-      const at = this.#waiters.indexOf(waiter);
-      if (at >= 0) this.#waiters.splice(at, 1);
-      waiter.settle('aborted');
-    }
-    // The head may have left: the next one may go now (or need no timer at all).
-    this.#dispatch();
-  };
 
   #admits(): boolean {
     return this.#inFlight < Math.floor(effectiveWindow(this.#state));
