@@ -243,7 +243,7 @@ class GotPartnerClient implements PartnerClient {
 
   async #call<T>(kind: AttemptKind, payload: string, schema: ZodType<T>, options: CallOptions): Promise<CallOutcome<T>> {
     const started = performance.now();
-    const { url, label } = this.#endpoints[kind];
+    const { label } = this.#endpoints[kind];
     const breaker = this.#breakers[kind === 'agent_validate' ? 'validate' : 'submit'];
     const attempts: AttemptRecord[] = [];
     let last: { raw: RawAttempt; cls: AttemptClass; parsed: Parsed } | undefined;
@@ -298,27 +298,10 @@ class GotPartnerClient implements PartnerClient {
         attempt -= 1;
         continue;
       }
-      const startedAt = new Date().toISOString();
-      const t0 = performance.now();
-      const raw = await this.#transport.post(url, payload);
-      const durationMs = Math.round(performance.now() - t0);
-
-      const parsed = raw.type === 'response' ? this.#parseBody(raw.text, raw.truncated, raw.bytes) : { body: null, stored: null };
-      const cls = classifyAnswer(kind, raw.type === 'response'
-        ? { type: 'response', status: raw.status, body: parsed.body, hasRetryAfter: raw.retryAfter !== undefined }
-        : raw);
+      const { raw, parsed, cls, record } = await this.#attempt(kind, payload);
       last = { raw, cls, parsed };
-      slot.release({ latencyMs: durationMs, signal: limiterSignal(cls) });
-      this.#metrics.record(durationMs, cls);
+      slot.release({ latencyMs: record.durationMs, signal: limiterSignal(cls) });
       this.#feedBreaker(kind, breaker, permit, cls);
-      const record: AttemptRecord = {
-        kind,
-        startedAt,
-        durationMs,
-        httpStatus: raw.type === 'response' ? raw.status : null,
-        errorCode: cls.errorCode === null ? null : this.#redactor.redact(cls.errorCode),
-        outcome: cls.outcome,
-      };
       attempts.push(record);
       options.onAttempt?.(record);
 
@@ -455,24 +438,37 @@ class GotPartnerClient implements PartnerClient {
   /** One probe: agent validation of the last e-mail validated. True when the partner answered sensibly. */
   async #probe(): Promise<boolean> {
     const email = this.#probeEmail;
-    const startedAt = new Date().toISOString();
-    const t0 = performance.now();
-    const raw = await this.#transport.post(this.#endpoints.agent_validate.url, JSON.stringify({ email }));
-    const durationMs = Math.round(performance.now() - t0);
-    const parsed = raw.type === 'response' ? this.#parseBody(raw.text, raw.truncated, raw.bytes) : { body: null, stored: null };
-    const cls = classifyAnswer('agent_validate', raw.type === 'response' ? { type: 'response', status: raw.status, body: parsed.body } : raw);
-    this.#metrics.record(durationMs, cls);
-    const attempt: AttemptRecord = {
-      kind: 'agent_validate', startedAt, durationMs,
-      httpStatus: raw.type === 'response' ? raw.status : null,
-      errorCode: cls.errorCode === null ? null : this.#redactor.redact(cls.errorCode),
-      outcome: cls.outcome,
-    };
+    const { raw, cls, record: attempt } = await this.#attempt('agent_validate', JSON.stringify({ email }));
     const answered = cls.breaker === 'success';
     this.#onEvent({ type: 'probe', attempt, email, answered });
     if (cls.outcome === 'forbidden') this.#haltWith(`the partner refused the API key (${statusOf(raw)}) while probing: it is wrong for this environment, or revoked`);
     if (cls.outcome === 'misrouted') this.#haltWith(`the partner answered ${statusOf(raw)} for ${PATHS.agent_validate} while probing: the base URL or the endpoint is wrong`);
     return answered;
+  }
+
+  /**
+   * One attempt on the wire, for a call or a probe alike: sends, reads the answer (redacted),
+   * classifies it and counts it in the metrics. What follows (retry, breaker, limiter) is the caller's.
+   */
+  async #attempt(kind: AttemptKind, payload: string): Promise<{ raw: RawAttempt; parsed: Parsed; cls: AttemptClass; record: AttemptRecord }> {
+    const startedAt = new Date().toISOString();
+    const t0 = performance.now();
+    const raw = await this.#transport.post(this.#endpoints[kind].url, payload);
+    const durationMs = Math.round(performance.now() - t0);
+    const parsed = raw.type === 'response' ? this.#parseBody(raw.text, raw.truncated, raw.bytes) : { body: null, stored: null };
+    const cls = classifyAnswer(kind, raw.type === 'response'
+      ? { type: 'response', status: raw.status, body: parsed.body, hasRetryAfter: raw.retryAfter !== undefined }
+      : raw);
+    this.#metrics.record(durationMs, cls);
+    const record: AttemptRecord = {
+      kind,
+      startedAt,
+      durationMs,
+      httpStatus: raw.type === 'response' ? raw.status : null,
+      errorCode: cls.errorCode === null ? null : this.#redactor.redact(cls.errorCode),
+      outcome: cls.outcome,
+    };
+    return { raw, parsed, cls, record };
   }
 
   #haltWith(reason: string): void {
