@@ -5,6 +5,7 @@
  * unit gets its own scale on the right.
  */
 import type { HistogramBin } from './types.js';
+import { niceStep, tidy } from './_nice.js';
 
 export const W = 560;
 export const H = 250;
@@ -46,20 +47,10 @@ export function niceScale(max: number, options: { integer?: boolean; count?: num
   const integer = options.integer === true;
   const count = options.count ?? 4;
   if (!(max > 0)) return { top: 1, ticks: [0, 1] };
-  const raw = max / count;
-  const magnitude = 10 ** Math.floor(Math.log10(raw));
-  let step = 10 * magnitude;
-  for (const m of [1, 2, 2.5, 5]) {
-    const candidate = m * magnitude;
-    if (candidate >= raw && !(integer && !Number.isInteger(candidate))) {
-      step = candidate;
-      break;
-    }
-  }
-  if (integer) step = Math.max(1, Math.ceil(step));
+  const step = integer ? Math.max(1, Math.ceil(niceStep(max / count, true))) : niceStep(max / count);
   const top = Math.ceil(max / step - 1e-9) * step;
   const ticks: number[] = [];
-  for (let v = 0; v <= top + step / 2; v += step) ticks.push(Number(v.toPrecision(12)));
+  for (let v = 0; v <= top + step / 2; v += step) ticks.push(tidy(v));
   return { top, ticks };
 }
 
@@ -174,5 +165,3 @@ export function renderHistogram(
   }
   return frame(chart, title, body);
 }
-
-const tidy = (v: number): number => Number(v.toPrecision(12));

@@ -6,6 +6,7 @@ import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import { ROW_STATES, type RowState } from '../ledger/index.js';
 import { bucketSecondsFor, epochMsSql, round, sqlList } from './_buckets.js';
+import { niceStep, tidy } from './_nice.js';
 import { readErrorGroups } from './row-errors.js';
 import { readPartner, readTimeline } from './timeline.js';
 import {
@@ -280,13 +281,3 @@ function withHistogram(sorted: readonly number[]): StatsWithHistogram {
   return { ...computeStats(sorted), histogram: computeHistogram(sorted) };
 }
 
-function niceStep(raw: number): number {
-  const magnitude = 10 ** Math.floor(Math.log10(raw));
-  for (const m of [1, 2, 2.5, 5, 10]) {
-    if (raw <= m * magnitude) return m * magnitude;
-  }
-  return 10 * magnitude;
-}
-
-/** Drops binary floating-point noise (0.30000000000000004 → 0.3) from bin edges. */
-const tidy = (v: number): number => Number(v.toPrecision(12));
