@@ -3,12 +3,12 @@
 /** Most buckets an over-time figure has: a bar every 9 px or so of a chart. */
 export const MAX_TIME_BUCKETS = 60;
 
-/** Bucket widths a person reads easily, in seconds. */
-const BUCKET_WIDTHS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+/** Durations a person reads easily, in seconds: the widths of time buckets, and (from 1 s) the spacing of clock ticks. */
+export const READABLE_SECONDS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
 /** The narrowest readable width (at least `min` seconds) that cuts `seconds` into fewer than {@link MAX_TIME_BUCKETS} buckets. */
 export function bucketSecondsFor(seconds: number, min = 0): number {
-  return BUCKET_WIDTHS.find((w) => w >= min && seconds / w < MAX_TIME_BUCKETS)
+  return READABLE_SECONDS.find((w) => w >= min && seconds / w < MAX_TIME_BUCKETS)
     ?? Math.ceil(seconds / MAX_TIME_BUCKETS / 86400) * 86400;
 }
 

@@ -3,6 +3,7 @@
  * room for its own time only, and the pause before the next run is a narrow shaded band labelled
  * with its length. Ticks fall on round clock times (UTC).
  */
+import { READABLE_SECONDS } from './_buckets.js';
 import { formatDuration } from './_text.js';
 import {
   emptyChart, escapeHtml, formatCompact, frame, fx, M, niceScale, PLOT_H, W, xAxis, yAxis, type Scale,
@@ -13,7 +14,6 @@ import type { ReportTimeline, ReportTimelineBucket } from './types.js';
 const GAP = 18;
 /** Least room between two tick labels (an `HH:MM:SS` label is about 50 px). */
 const LABEL_SPACING = 64;
-const TICK_SECONDS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
 export const SERIES_COLORS = {
   rows: '#4c78a8',
@@ -58,7 +58,8 @@ class TimeAxis {
   render(): string {
     const segments = this.timeline.segments;
     const minSeconds = (LABEL_SPACING * this.timeline.bucket_seconds) / this.bw;
-    const tick = TICK_SECONDS.find((t) => t >= minSeconds) ?? Math.ceil(minSeconds / 86400) * 86400;
+    // Whole seconds at least: the labels read HH:MM:SS.
+    const tick = READABLE_SECONDS.find((t) => t >= Math.max(1, minSeconds)) ?? Math.ceil(minSeconds / 86400) * 86400;
     const baseline = M.top + PLOT_H;
     let out = '';
     let lastLabel = Number.NEGATIVE_INFINITY;
