@@ -136,8 +136,9 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         ledger,
         environment: connection.environment,
         operation: settings.operation,
+        partnerBaseUrl: connection.baseUrl,
         connect: async ({ onEvent, settledLimit }) => {
-          // A resumed job starts where its partner's limit settled last time, not from a cold start.
+          // Where the partner's limit settled last time (this job's, or the partner's latest job), not a cold start.
           const limiter = !settings.adaptive
             ? new FixedLimiter(concurrency)
             : settledLimit === null

@@ -15,7 +15,7 @@ import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
-import { readSettledLimit } from '../report/timeline.js';
+import { readPartnerSettledLimit, readSettledLimit } from '../report/timeline.js';
 import { TOOL_VERSION } from '../version.js';
 import { JobRunner, type ProgressSnapshot, type RunEnd } from './job-runner.js';
 import { RunMonitor } from './monitor.js';
@@ -40,11 +40,16 @@ export interface RunJobOptions {
    */
   connect: (hooks: {
     onEvent: (event: ClientEvent) => void;
-    /** Where the limit settled in an earlier run of this job (adaptive concurrency resumes there). */
+    /** Where adaptive concurrency starts (see {@link startingLimit}); null: a cold start. */
     settledLimit: number | null;
   }) => Promise<PartnerTarget>;
   /** `--max-outage` in ms, for the warning that says when the run will give up. */
   maxOutageMs?: number;
+  /**
+   * The partner's base URL when it is known before connecting; null for the embedded sandbox, which
+   * is started anew for each run. A new job starts where the latest job sent there settled.
+   */
+  partnerBaseUrl?: string | null;
   /** True when the client's limiter adapts (`--adaptive`): the summary then says where it settled. */
   adaptive?: boolean;
   concurrency: number;
@@ -103,6 +108,23 @@ export async function checkInputHeader(inputPath: string, mapping: CompiledMappi
   }
 }
 
+/**
+ * Where adaptive concurrency starts: a resumed job where its own last run settled; otherwise where
+ * the latest job sent to the same partner settled (last night's file, say), so that a partner's
+ * limit found once is not overshot again by every new job's slow start. Null: a cold start.
+ */
+function startingLimit(options: RunJobOptions, job: JobRecord | undefined): { limit: number; jobId: number; where: string } | null {
+  if (job !== undefined) {
+    const own = readSettledLimit(options.ledger.db, job.id);
+    if (own !== null) return { limit: own.limit, jobId: job.id, where: `where job ${job.id} settled in its last run` };
+  }
+  if (options.partnerBaseUrl === undefined || options.partnerBaseUrl === null) return null;
+  const partner = readPartnerSettledLimit(options.ledger.db, {
+    environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl,
+  });
+  return partner === null ? null : { limit: partner.limit, jobId: partner.jobId, where: `where job ${partner.jobId}, the latest sent to this partner, settled` };
+}
+
 export function exitCodeFor(end: RunEnd, counts: Record<RowState, number>): 0 | 1 | 3 {
   if (end !== 'completed') return 3;
   return DATA_PROBLEM_STATES.some((s) => counts[s] > 0) ? 1 : 0;
@@ -137,7 +159,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     let job = latest;
     const resumed = job !== undefined;
     let forward: (event: ClientEvent) => void = () => {};
-    const settled = job === undefined ? null : readSettledLimit(ledger.db, job.id);
+    const settled = startingLimit(options, job);
+    if (settled !== null && options.adaptive === true) {
+      logger.info(`adaptive concurrency starts at ${Math.round(settled.limit * 10) / 10} requests in flight, ${settled.where}`, {
+        event: 'warm_start', limit: settled.limit, from_job: settled.jobId,
+      });
+    }
     const target = await options.connect({ onEvent: (event) => forward(event), settledLimit: settled?.limit ?? null });
     try {
       job ??= ledger.createJob({

@@ -168,6 +168,24 @@ export function readSettledLimit(db: Db, jobId: number): { runId: number; limit:
   return settled === null ? null : { runId: run.run_id, ...settled };
 }
 
+/**
+ * Where the limit settled in the latest job sent to the same partner (environment, operation and
+ * base URL) that recorded one: a new job (tonight's file) starts there rather than from a cold start.
+ */
+export function readPartnerSettledLimit(
+  db: Db,
+  partner: { environment: string; operation: string; baseUrl: string },
+): { jobId: number; runId: number; limit: number; samples: number } | null {
+  const jobId = db.prepare(
+    `SELECT j.id FROM jobs j WHERE j.environment = ? AND j.operation = ? AND j.base_url = ?
+       AND EXISTS (SELECT 1 FROM runs r JOIN run_samples s ON s.run_id = r.id WHERE r.job_id = j.id AND s.concurrency_limit IS NOT NULL)
+     ORDER BY j.id DESC LIMIT 1`,
+  ).pluck().get(partner.environment, partner.operation, partner.baseUrl) as number | undefined;
+  if (jobId === undefined) return null;
+  const settled = readSettledLimit(db, jobId);
+  return settled === null ? null : { jobId, ...settled };
+}
+
 export function readPartner(db: Db, jobId: number): ReportPartner {
   const all = db.prepare('SELECT COUNT(*) AS n, MAX(concurrency_limit) AS max_limit, MAX(in_flight) AS max_in_flight FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?)')
     .get(jobId) as { n: number; max_limit: number | null; max_in_flight: number | null };

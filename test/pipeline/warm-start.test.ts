@@ -1,0 +1,83 @@
+/**
+ * Adaptive concurrency remembers a partner's limit across jobs: a new job (tonight's file) starts
+ * where the latest job sent to the same partner settled, instead of overshooting it again with a
+ * cold slow start. The embedded sandbox, new for every run, and another base URL start cold.
+ */
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SandboxHandle } from '../../src/sandbox/index.js';
+import { runCli } from '../helpers/cli.js';
+import { makeTempDir } from '../helpers/temp-dir.js';
+import { copyInto, generateLeads, KEY, MAPPING_CSV, startTestSandbox } from './_setup.js';
+
+interface LogLine {
+  event?: string;
+  msg?: string;
+  limit?: number;
+  from_job?: number;
+}
+
+const logLines = (stderr: string): LogLine[] =>
+  stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as LogLine);
+
+describe('adaptive concurrency across jobs', () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  let sandbox: SandboxHandle;
+  let files: { first: string; second: string; third: string };
+
+  beforeEach(async () => {
+    tmp = makeTempDir();
+    // 50 ms per answer: the first job runs over a second, so its run records samples of its limit.
+    sandbox = await startTestSandbox({ faults: { latencyMs: 50 } });
+    const a = generateLeads(tmp.path('a'), 120, 21);
+    const b = generateLeads(tmp.path('b'), 120, 22);
+    const c = generateLeads(tmp.path('c'), 120, 23);
+    files = { first: copyInto(tmp.dir, a.csv, 'monday.csv'), second: copyInto(tmp.dir, b.csv, 'tuesday.csv'), third: copyInto(tmp.dir, c.csv, 'wednesday.csv') };
+  });
+  afterEach(async () => {
+    await sandbox.close();
+    tmp.cleanup();
+  });
+
+  const run = (file: string, baseUrl: string | null) =>
+    runCli([
+      'run', file, '--mapping', MAPPING_CSV, '--env', 'sandbox', '--ledger', tmp.path('l.db'), '--concurrency', '8', '--quiet', '--json-log',
+      ...(baseUrl === null ? [] : ['--base-url', baseUrl]),
+    ], { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } });
+
+  it('a new job against the same partner starts where the last one settled; another partner starts cold', async () => {
+    const first = await run(files.first, sandbox.url);
+    expect(first.stderr).not.toMatch(/internal error/);
+    expect(logLines(first.stderr).filter((l) => l.event === 'warm_start')).toEqual([]); // nothing known yet
+
+    const db = new Database(tmp.path('l.db'), { readonly: true });
+    const limits = db.prepare('SELECT concurrency_limit FROM run_samples WHERE run_id = 1 ORDER BY elapsed_ms').pluck().all() as number[];
+    db.close();
+    expect(limits.length).toBeGreaterThan(0);
+
+    const second = await run(files.second, sandbox.url);
+    const warm = logLines(second.stderr).filter((l) => l.event === 'warm_start');
+    expect(warm).toHaveLength(1);
+    expect(warm[0]).toMatchObject({ from_job: 1 });
+    expect(limits).toContain(warm[0]?.limit);
+    expect(warm[0]?.msg).toMatch(/^adaptive concurrency starts at [\d.]+ requests in flight, where job 1, the latest sent to this partner, settled$/);
+
+    // Another partner (another base URL) knows nothing of this one's limit.
+    const other = await startTestSandbox({ faults: { latencyMs: 50 } });
+    try {
+      const elsewhere = await run(files.third, other.url);
+      expect(logLines(elsewhere.stderr).map((l) => l.msg)).toContain('started job 3 (run 3)');
+      expect(logLines(elsewhere.stderr).filter((l) => l.event === 'warm_start')).toEqual([]);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('the embedded sandbox, started anew for each run, starts cold every time', async () => {
+    await run(files.first, null);
+    const second = await run(files.second, null);
+    expect(second.stderr).toMatch(/started the embedded sandbox/);
+    expect(logLines(second.stderr).map((l) => l.msg)).toContain('started job 2 (run 2)');
+    expect(logLines(second.stderr).filter((l) => l.event === 'warm_start')).toEqual([]);
+  });
+});
