@@ -97,10 +97,13 @@ describe('adaptive concurrency against partner profiles', () => {
     const f = await runProfile('drop', { rpsCapSchedule: '0:40,2:15', latencyMs: 100, retryAfterSeconds: 1 }, 32);
     expect(f.code).toBe(1);
     expect(f.throttled / f.quotes).toBeLessThan(0.5);
-    // Down from what 40/s allowed to what 15/s allows (15/s × 0.1 s ≈ 1.5 in flight).
-    // Where it settled, by the report's rule (the last samples' median: the run's tail, with few rows
-    // left to send, lets the window grow again).
-    expect(settled(f)).toBeLessThan(Math.max(...f.limits.slice(0, 2)));
+    // Down from what 40/s allowed to what 15/s allows (15/s × 0.1 s ≈ 1.5 in flight): after the
+    // drop the limit goes below where it stood before it. (Not the settled limit against the first
+    // samples: the report's rule takes the median of the last 10 samples, which in a run this short,
+    // slowed further by a busy machine, may include the first ones.)
+    expect(Math.min(...f.limits.slice(2))).toBeLessThan(Math.max(...f.limits.slice(0, 2)));
+    // Where it settled, by the report's rule (the run's tail, with few rows left to send, lets the
+    // window grow again): far below the ceiling of 32.
     expect(settled(f)).toBeLessThan(6);
   });
 
