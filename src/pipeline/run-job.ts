@@ -15,7 +15,7 @@ import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
-import { readPartnerSettledLimit, readSettledLimit } from '../report/timeline.js';
+import { readStartingLimit } from '../report/timeline.js';
 import { TOOL_VERSION } from '../version.js';
 import { JobRunner, type ProgressSnapshot, type RunEnd } from './job-runner.js';
 import { RunMonitor } from './monitor.js';
@@ -109,19 +109,17 @@ export async function checkInputHeader(inputPath: string, mapping: CompiledMappi
 }
 
 /**
- * Where adaptive concurrency starts: a resumed job where its own last run settled; otherwise where
- * the latest job sent to the same partner settled (last night's file, say), so that a partner's
- * limit found once is not overshot again by every new job's slow start. Null: a cold start.
+ * Where adaptive concurrency starts: a resumed job where its own last run settled; otherwise (or
+ * when none of its runs tells) where the latest run sent to the same partner settled (last night's
+ * file, say), so that a partner's limit found once is not overshot again by every new job's slow
+ * start. Runs that halted or failed are passed over (`readStartingLimit`). Null: a cold start.
  */
 function startingLimit(options: RunJobOptions, job: JobRecord | undefined): { limit: number; jobId: number; where: string } | null {
-  if (job !== undefined) {
-    const own = readSettledLimit(options.ledger.db, job.id);
-    if (own !== null) return { limit: own.limit, jobId: job.id, where: `where job ${job.id} settled in its last run` };
-  }
+  const { db } = options.ledger;
+  const own = job === undefined ? null : readStartingLimit(db, { jobId: job.id });
+  if (own !== null) return { limit: own.limit, jobId: own.jobId, where: `where job ${own.jobId} settled in its last run` };
   if (options.partnerBaseUrl === undefined || options.partnerBaseUrl === null) return null;
-  const partner = readPartnerSettledLimit(options.ledger.db, {
-    environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl,
-  });
+  const partner = readStartingLimit(db, { environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl });
   return partner === null ? null : { limit: partner.limit, jobId: partner.jobId, where: `where job ${partner.jobId}, the latest sent to this partner, settled` };
 }
 

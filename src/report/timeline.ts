@@ -153,8 +153,8 @@ export function settledLimitOf(limits: readonly number[]): { limit: number; samp
 }
 
 /**
- * Where the limit settled in a job: in its latest run with a minute of samples, else in the run with
- * the most. `run` then resumes a job from there rather than from a cold start.
+ * Where the limit settled in a job (the report's figure): in its latest run with a minute of
+ * samples, else in the run with the most. (Where `run` starts: {@link readStartingLimit}.)
  */
 export function readSettledLimit(db: Db, jobId: number): { runId: number; limit: number; samples: number } | null {
   const perRun = db.prepare('SELECT run_id, COUNT(*) AS n FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) GROUP BY run_id ORDER BY run_id')
@@ -162,28 +162,45 @@ export function readSettledLimit(db: Db, jobId: number): { runId: number; limit:
   const run = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
     ?? perRun.reduce<{ run_id: number; n: number } | undefined>((best, r) => (best === undefined || r.n >= best.n ? r : best), undefined);
   if (run === undefined) return null;
-  const limits = db.prepare('SELECT concurrency_limit FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms')
-    .pluck().all(run.run_id) as number[];
-  const settled = settledLimitOf(limits);
+  const settled = settledLimitOfRun(db, run.run_id);
   return settled === null ? null : { runId: run.run_id, ...settled };
 }
 
+/** Runs whose last limits say something about the partner: not those that halted (an outage, a refused key) or failed. */
+const TELLING_RUNS = ['completed', 'interrupted', 'crashed'];
+
 /**
- * Where the limit settled in the latest job sent to the same partner (environment, operation and
- * base URL) that recorded one: a new job (tonight's file) starts there rather than from a cold start.
+ * Where adaptive concurrency can start instead of a cold start: where the limit settled in the
+ * latest run of a job (`jobId`: a resumed job), or in the latest run sent to a partner (its
+ * environment, operation and base URL: tonight's new job after last night's), among the runs that
+ * recorded limits and did not halt or fail (their last limits say more about that night than about
+ * the partner).
  */
-export function readPartnerSettledLimit(
+export function readStartingLimit(
   db: Db,
-  partner: { environment: string; operation: string; baseUrl: string },
+  of: { jobId: number } | { environment: string; operation: string; baseUrl: string },
 ): { jobId: number; runId: number; limit: number; samples: number } | null {
-  const jobId = db.prepare(
-    `SELECT j.id FROM jobs j WHERE j.environment = ? AND j.operation = ? AND j.base_url = ?
-       AND EXISTS (SELECT 1 FROM runs r JOIN run_samples s ON s.run_id = r.id WHERE r.job_id = j.id AND s.concurrency_limit IS NOT NULL)
-     ORDER BY j.id DESC LIMIT 1`,
-  ).pluck().get(partner.environment, partner.operation, partner.baseUrl) as number | undefined;
-  if (jobId === undefined) return null;
-  const settled = readSettledLimit(db, jobId);
-  return settled === null ? null : { jobId, ...settled };
+  const [where, params] = 'jobId' in of
+    ? ['r.job_id = ?', [of.jobId]]
+    : ['j.environment = ? AND j.operation = ? AND j.base_url = ?', [of.environment, of.operation, of.baseUrl]];
+  // The latest with a minute of samples, as the report's figure prefers, else the latest.
+  const run = db.prepare(
+    `SELECT runId, jobId FROM (
+       SELECT r.id AS runId, r.job_id AS jobId,
+              (SELECT COUNT(*) FROM run_samples s WHERE s.run_id = r.id AND s.concurrency_limit IS NOT NULL) AS n
+       FROM runs r JOIN jobs j ON j.id = r.job_id
+       WHERE ${where} AND r.status IN (${sqlList(TELLING_RUNS)}))
+     WHERE n > 0 ORDER BY n >= ${SETTLED_MIN_SAMPLES} DESC, runId DESC LIMIT 1`,
+  ).get(...params) as { runId: number; jobId: number } | undefined;
+  if (run === undefined) return null;
+  const settled = settledLimitOfRun(db, run.runId);
+  return settled === null ? null : { ...run, ...settled };
+}
+
+function settledLimitOfRun(db: Db, runId: number): { limit: number; samples: number } | null {
+  const limits = db.prepare('SELECT concurrency_limit FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms')
+    .pluck().all(runId) as number[];
+  return settledLimitOf(limits);
 }
 
 export function readPartner(db: Db, jobId: number): ReportPartner {

@@ -39,10 +39,10 @@ describe('adaptive concurrency across jobs', () => {
     tmp.cleanup();
   });
 
-  const run = (file: string, baseUrl: string | null) =>
+  const run = (file: string, baseUrl: string | null, extra: string[] = []) =>
     runCli([
       'run', file, '--mapping', MAPPING_CSV, '--env', 'sandbox', '--ledger', tmp.path('l.db'), '--concurrency', '8', '--quiet', '--json-log',
-      ...(baseUrl === null ? [] : ['--base-url', baseUrl]),
+      ...(baseUrl === null ? [] : ['--base-url', baseUrl]), ...extra,
     ], { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } });
 
   it('a new job against the same partner starts where the last one settled; another partner starts cold', async () => {
@@ -71,6 +71,34 @@ describe('adaptive concurrency across jobs', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('a resumed job starts where its own last run settled', async () => {
+    const part = await run(files.first, sandbox.url, ['--limit', '60']);
+    expect(part.code).toBe(3); // limited: the job is not finished
+    const rest = await run(files.first, sandbox.url);
+    expect(logLines(rest.stderr).map((l) => l.msg)).toContain('resuming job 1 (run 2)');
+    const warm = logLines(rest.stderr).filter((l) => l.event === 'warm_start');
+    expect(warm).toHaveLength(1);
+    expect(warm[0]?.msg).toMatch(/where job 1 settled in its last run$/);
+  });
+
+  it('a run that halted (the partner down past --max-outage) is passed over: its last limits say nothing of the partner', async () => {
+    const first = await run(files.first, sandbox.url);
+    expect(first.code).not.toBe(3);
+    sandbox.setFaults({ outage: true, retryAfterSeconds: 0 });
+    const down = await run(files.second, sandbox.url, ['--max-outage', '1s']);
+    expect(down.code).toBe(3);
+    const db = new Database(tmp.path('l.db'), { readonly: true });
+    const halted = db.prepare('SELECT status, (SELECT COUNT(*) FROM run_samples WHERE run_id = runs.id) AS samples FROM runs WHERE id = 2').get();
+    db.close();
+    expect(halted).toMatchObject({ status: 'halted' });
+    expect((halted as { samples: number }).samples).toBeGreaterThan(0); // it did record limits: they must not be used
+    sandbox.setFaults({ outage: false });
+    const third = await run(files.third, sandbox.url);
+    const warm = logLines(third.stderr).filter((l) => l.event === 'warm_start');
+    expect(warm).toHaveLength(1);
+    expect(warm[0]).toMatchObject({ from_job: 1 });
   });
 
   it('the embedded sandbox, started anew for each run, starts cold every time', async () => {
