@@ -10,7 +10,7 @@ import { checkInputHeader, runJob } from '../pipeline/run-job.js';
 import { formatSummary, nextStep } from '../pipeline/summary.js';
 import { formatDuration } from '../duration.js';
 import { outputColumns } from '../io.js';
-import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
+import { AdaptiveLimiter, DEFAULT_INITIAL_WINDOW } from '../partner/adaptive-limiter.js';
 import { FixedLimiter } from '../partner/concurrency.js';
 import type { PartnerClient } from '../partner/index.js';
 import { openPartner } from './_connect.js';
@@ -137,13 +137,15 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         environment: connection.environment,
         operation: settings.operation,
         partnerBaseUrl: connection.baseUrl,
-        connect: async ({ onEvent, settledLimit }) => {
-          // Where the partner's limit settled last time (this job's, or the partner's latest job), not a cold start.
+        connect: async ({ onEvent, startAt }) => {
+          // Where the partner's limit settled last time, not a cold start (unless nothing is known).
           const limiter = !settings.adaptive
             ? new FixedLimiter(concurrency)
-            : settledLimit === null
+            : startAt === null
               ? new AdaptiveLimiter({ ceiling: concurrency })
-              : new AdaptiveLimiter({ ceiling: concurrency, initialWindow: Math.max(1, settledLimit), warm: true });
+              : startAt.warm
+                ? new AdaptiveLimiter({ ceiling: concurrency, initialWindow: Math.max(1, startAt.limit), warm: true })
+                : new AdaptiveLimiter({ ceiling: concurrency, initialWindow: Math.max(DEFAULT_INITIAL_WINDOW, startAt.limit) });
           const c = await openPartner(connection, io, {
             concurrency,
             limiter,

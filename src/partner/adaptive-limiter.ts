@@ -6,7 +6,7 @@
  */
 import type { AttemptSample, ConcurrencyLimiter, ConcurrencySlot } from './concurrency.js';
 import { onAnyAbort } from './_sleep.js';
-import { createWindowState, effectiveWindow, nextWindowState, type WindowEvent, type WindowState } from './_window-rules.js';
+import { createWindowState, effectiveWindow, nextWindowState, WINDOW_RULES, type WindowEvent, type WindowState } from './_window-rules.js';
 
 /** Time as the limiter sees it: a monotonic clock and one-shot timers (a simulation injects its own). */
 export interface LimiterClock {
@@ -17,14 +17,18 @@ export interface LimiterClock {
 }
 
 /** Options of {@link AdaptiveLimiter}. */
+/** The window a cold start begins with. */
+export const DEFAULT_INITIAL_WINDOW: number = WINDOW_RULES.initialWindow;
+
 export interface AdaptiveLimiterOptions {
   /** The largest window: `--concurrency`. */
   ceiling: number;
   /** The window at the start (default 4, at most the ceiling). */
   initialWindow?: number;
   /**
-   * True when `initialWindow` is where an earlier run of the job settled: start there without the
-   * slow start's growth (which would overshoot a limit already found), growing by one per round trip.
+   * True when `initialWindow` is a limit the partner set (where an earlier run against it settled):
+   * start there without the slow start's growth (which would overshoot a limit already found),
+   * growing by one per round trip.
    */
   warm?: boolean;
   /** Default: `performance.now()` and `setTimeout`. */

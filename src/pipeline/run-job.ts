@@ -40,14 +40,17 @@ export interface RunJobOptions {
    */
   connect: (hooks: {
     onEvent: (event: ClientEvent) => void;
-    /** Where adaptive concurrency starts (see {@link startingLimit}); null: a cold start. */
-    settledLimit: number | null;
+    /**
+     * Where adaptive concurrency starts (see {@link startingLimit}): `warm`, without the slow start's
+     * growth (a limit the partner set); else growing quickly from there. Null: a cold start.
+     */
+    startAt: { limit: number; warm: boolean } | null;
   }) => Promise<PartnerTarget>;
   /** `--max-outage` in ms, for the warning that says when the run will give up. */
   maxOutageMs?: number;
   /**
    * The partner's base URL when it is known before connecting; null for the embedded sandbox, which
-   * is started anew for each run. A new job starts where the latest job sent there settled.
+   * is started anew for each run. A run starts where the latest run sent there settled.
    */
   partnerBaseUrl?: string | null;
   /** True when the client's limiter adapts (`--adaptive`): the summary then says where it settled. */
@@ -109,18 +112,22 @@ export async function checkInputHeader(inputPath: string, mapping: CompiledMappi
 }
 
 /**
- * Where adaptive concurrency starts: a resumed job where its own last run settled; otherwise (or
- * when none of its runs tells) where the latest run sent to the same partner settled (last night's
- * file, say), so that a partner's limit found once is not overshot again by every new job's slow
- * start. Runs that halted or failed are passed over (`readStartingLimit`). Null: a cold start.
+ * Where adaptive concurrency starts: where the latest run sent to the same partner settled — this
+ * job's last run on a resume, last night's job for tonight's file — so that a partner's limit found
+ * once is not overshot again by every run's slow start (`readStartingLimit` says which runs count).
+ * At most `--concurrency`. Null: a cold start (nothing known, or the embedded sandbox, new each run).
  */
-function startingLimit(options: RunJobOptions, job: JobRecord | undefined): { limit: number; jobId: number; where: string } | null {
-  const { db } = options.ledger;
-  const own = job === undefined ? null : readStartingLimit(db, { jobId: job.id });
-  if (own !== null) return { limit: own.limit, jobId: own.jobId, where: `where job ${own.jobId} settled in its last run` };
-  if (options.partnerBaseUrl === undefined || options.partnerBaseUrl === null) return null;
-  const partner = readStartingLimit(db, { environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl });
-  return partner === null ? null : { limit: partner.limit, jobId: partner.jobId, where: `where job ${partner.jobId}, the latest sent to this partner, settled` };
+function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; message: string; jobId: number; runId: number } | null {
+  if (options.partnerBaseUrl === undefined || options.partnerBaseUrl === null || options.adaptive !== true) return null;
+  const found = readStartingLimit(options.ledger.db, { environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl });
+  if (found === null) return null;
+  const limit = Math.min(found.limit, options.concurrency);
+  const at = `adaptive concurrency starts at ${Math.round(limit * 10) / 10} requests in flight`;
+  const run = `run ${found.runId} (job ${found.jobId}) against this partner`;
+  return {
+    limit, warm: found.used, jobId: found.jobId, runId: found.runId,
+    message: found.used ? `${at}, where ${run} settled` : `${at} and grows fast from there: ${run} got that far without being held back by the partner`,
+  };
 }
 
 export function exitCodeFor(end: RunEnd, counts: Record<RowState, number>): 0 | 1 | 3 {
@@ -157,13 +164,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     let job = latest;
     const resumed = job !== undefined;
     let forward: (event: ClientEvent) => void = () => {};
-    const settled = startingLimit(options, job);
-    if (settled !== null && options.adaptive === true) {
-      logger.info(`adaptive concurrency starts at ${Math.round(settled.limit * 10) / 10} requests in flight, ${settled.where}`, {
-        event: 'warm_start', limit: settled.limit, from_job: settled.jobId,
-      });
+    const start = startingLimit(options);
+    if (start !== null) {
+      logger.info(start.message, { event: 'warm_start', limit: start.limit, warm: start.warm, from_job: start.jobId, from_run: start.runId });
     }
-    const target = await options.connect({ onEvent: (event) => forward(event), settledLimit: settled?.limit ?? null });
+    const target = await options.connect({ onEvent: (event) => forward(event), startAt: start });
     try {
       job ??= ledger.createJob({
         input_path: options.inputPath,

@@ -162,45 +162,49 @@ export function readSettledLimit(db: Db, jobId: number): { runId: number; limit:
   const run = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
     ?? perRun.reduce<{ run_id: number; n: number } | undefined>((best, r) => (best === undefined || r.n >= best.n ? r : best), undefined);
   if (run === undefined) return null;
-  const settled = settledLimitOfRun(db, run.run_id);
+  const limits = db.prepare('SELECT concurrency_limit FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms')
+    .pluck().all(run.run_id) as number[];
+  const settled = settledLimitOf(limits);
   return settled === null ? null : { runId: run.run_id, ...settled };
 }
 
-/** Runs whose last limits say something about the partner: not those that halted (an outage, a refused key) or failed. */
-const TELLING_RUNS = ['completed', 'interrupted', 'crashed'];
-
 /**
- * Where adaptive concurrency can start instead of a cold start: where the limit settled in the
- * latest run of a job (`jobId`: a resumed job), or in the latest run sent to a partner (its
- * environment, operation and base URL: tonight's new job after last night's), among the runs that
- * recorded limits and did not halt or fail (their last limits say more about that night than about
- * the partner).
+ * Where adaptive concurrency can start instead of from a cold start: where the limit settled in the
+ * latest run sent to a partner (environment, operation and base URL; this job's or another's:
+ * tonight's new job after last night's). Only adaptive runs that sent something count, and not runs
+ * that halted (an outage, a refused key) or failed: their last limits say more about that night than
+ * about the partner. A run killed and not yet settled (still `running`) counts as the crash it was.
+ * Preferred: the latest run with a minute of samples, else the latest.
+ *
+ * `used` tells whether that limit is one the partner set: below that run's `--concurrency`, and the
+ * run pushed against it (429s or errors) or kept its window in use most of the time. Otherwise our
+ * own side held the run back (a small input, a low `--concurrency`): the limit is a floor to grow from.
  */
 export function readStartingLimit(
   db: Db,
-  of: { jobId: number } | { environment: string; operation: string; baseUrl: string },
-): { jobId: number; runId: number; limit: number; samples: number } | null {
-  const [where, params] = 'jobId' in of
-    ? ['r.job_id = ?', [of.jobId]]
-    : ['j.environment = ? AND j.operation = ? AND j.base_url = ?', [of.environment, of.operation, of.baseUrl]];
-  // The latest with a minute of samples, as the report's figure prefers, else the latest.
+  partner: { environment: string; operation: string; baseUrl: string },
+): { jobId: number; runId: number; limit: number; samples: number; used: boolean } | null {
   const run = db.prepare(
-    `SELECT runId, jobId FROM (
-       SELECT r.id AS runId, r.job_id AS jobId,
-              (SELECT COUNT(*) FROM run_samples s WHERE s.run_id = r.id AND s.concurrency_limit IS NOT NULL) AS n
+    `SELECT runId, jobId, ceiling FROM (
+       SELECT r.id AS runId, r.job_id AS jobId, json_extract(r.options_json, '$.concurrency') AS ceiling,
+              (SELECT COUNT(*) FROM (SELECT 1 FROM run_samples s WHERE s.run_id = r.id AND s.concurrency_limit IS NOT NULL
+                                     LIMIT ${SETTLED_MIN_SAMPLES})) AS n
        FROM runs r JOIN jobs j ON j.id = r.job_id
-       WHERE ${where} AND r.status IN (${sqlList(TELLING_RUNS)}))
+       WHERE j.environment = ? AND j.operation = ? AND rtrim(j.base_url, '/') = rtrim(?, '/')
+         AND r.status NOT IN ('halted', 'failed') AND json_extract(r.options_json, '$.adaptive') IS NOT 0
+         AND EXISTS (SELECT 1 FROM run_samples s WHERE s.run_id = r.id AND s.attempts > 0))
      WHERE n > 0 ORDER BY n >= ${SETTLED_MIN_SAMPLES} DESC, runId DESC LIMIT 1`,
-  ).get(...params) as { runId: number; jobId: number } | undefined;
+  ).get(partner.environment, partner.operation, partner.baseUrl) as { runId: number; jobId: number; ceiling: unknown } | undefined;
   if (run === undefined) return null;
-  const settled = settledLimitOfRun(db, run.runId);
-  return settled === null ? null : { ...run, ...settled };
-}
-
-function settledLimitOfRun(db: Db, runId: number): { limit: number; samples: number } | null {
-  const limits = db.prepare('SELECT concurrency_limit FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms')
-    .pluck().all(runId) as number[];
-  return settledLimitOf(limits);
+  const samples = db.prepare(
+    'SELECT concurrency_limit AS lim, in_flight AS inFlight, throttled + errors AS pushedBack FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms',
+  ).all(run.runId) as { lim: number; inFlight: number; pushedBack: number }[];
+  const settled = settledLimitOf(samples.map((x) => x.lim));
+  if (settled === null) return null;
+  const inUse = samples.filter((x) => x.inFlight >= x.lim / 2).length;
+  const belowCeiling = typeof run.ceiling !== 'number' || settled.limit < run.ceiling;
+  const used = belowCeiling && (samples.some((x) => x.pushedBack > 0) || inUse >= samples.length / 2);
+  return { jobId: run.jobId, runId: run.runId, ...settled, used };
 }
 
 export function readPartner(db: Db, jobId: number): ReportPartner {

@@ -6,16 +6,21 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli } from '../helpers/cli.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
-import { copyInto, generateLeads, KEY, MAPPING_CSV, startTestSandbox } from './_setup.js';
+import { copyInto, generateLeads, KEY, MAPPING_CSV, startTestSandbox, waitFor } from './_setup.js';
 
 interface LogLine {
   event?: string;
   msg?: string;
   limit?: number;
+  warm?: boolean;
   from_job?: number;
+  from_run?: number;
 }
+
+/** The start line: where the limit settled (`warm`), or a floor to grow from. */
+const STARTS = /^adaptive concurrency starts at [\d.]+ requests in flight(, where run \d+ \(job \d+\) against this partner settled| and grows fast from there: run \d+ \(job \d+\) against this partner got that far without being held back by the partner)$/;
 
 const logLines = (stderr: string): LogLine[] =>
   stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as LogLine);
@@ -58,9 +63,9 @@ describe('adaptive concurrency across jobs', () => {
     const second = await run(files.second, sandbox.url);
     const warm = logLines(second.stderr).filter((l) => l.event === 'warm_start');
     expect(warm).toHaveLength(1);
-    expect(warm[0]).toMatchObject({ from_job: 1 });
+    expect(warm[0]).toMatchObject({ from_job: 1, from_run: 1 });
     expect(limits).toContain(warm[0]?.limit);
-    expect(warm[0]?.msg).toMatch(/^adaptive concurrency starts at [\d.]+ requests in flight, where job 1, the latest sent to this partner, settled$/);
+    expect(warm[0]?.msg).toMatch(STARTS);
 
     // Another partner (another base URL) knows nothing of this one's limit.
     const other = await startTestSandbox({ faults: { latencyMs: 50 } });
@@ -80,7 +85,36 @@ describe('adaptive concurrency across jobs', () => {
     expect(logLines(rest.stderr).map((l) => l.msg)).toContain('resuming job 1 (run 2)');
     const warm = logLines(rest.stderr).filter((l) => l.event === 'warm_start');
     expect(warm).toHaveLength(1);
-    expect(warm[0]?.msg).toMatch(/where job 1 settled in its last run$/);
+    expect(warm[0]).toMatchObject({ from_job: 1, from_run: 1 });
+    expect(warm[0]?.msg).toMatch(STARTS);
+  });
+
+  it('a run killed (kill -9) counts: its resume starts where it had got to', async () => {
+    // Two at a time: about 3 s of sending, so the kill comes mid-run.
+    const args = ['run', files.first, '--mapping', MAPPING_CSV, '--env', 'sandbox', '--ledger', tmp.path('l.db'), '--concurrency', '2', '--quiet',
+      '--json-log', '--base-url', sandbox.url];
+    const opts = { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } };
+    const { child, done } = startCli(args, opts);
+    // Killed once it has recorded a sample of its limit that saw answers (one per second).
+    const sampled = (): boolean => {
+      try {
+        const db = new Database(tmp.path('l.db'), { readonly: true, fileMustExist: true });
+        try {
+          return (db.prepare('SELECT COUNT(*) FROM run_samples WHERE attempts > 0').pluck().get() as number) > 0;
+        } finally {
+          db.close();
+        }
+      } catch {
+        return false; // not created yet
+      }
+    };
+    await waitFor(sampled, 30_000);
+    child.kill('SIGKILL');
+    expect((await done).signal).toBe('SIGKILL');
+    const resumed = await runCli(args, opts);
+    const lines = logLines(resumed.stderr);
+    expect(lines.map((l) => l.msg)).toContain('resuming job 1 (run 2)');
+    expect(lines.filter((l) => l.event === 'warm_start')).toEqual([expect.objectContaining({ from_job: 1, from_run: 1 })]);
   });
 
   it('a run that halted (the partner down past --max-outage) is passed over: its last limits say nothing of the partner', async () => {
@@ -98,7 +132,25 @@ describe('adaptive concurrency across jobs', () => {
     const third = await run(files.third, sandbox.url);
     const warm = logLines(third.stderr).filter((l) => l.event === 'warm_start');
     expect(warm).toHaveLength(1);
-    expect(warm[0]).toMatchObject({ from_job: 1 });
+    expect(warm[0]).toMatchObject({ from_job: 1, from_run: 1 });
+  });
+
+  it('a --no-adaptive run says nothing of the partner: the next adaptive job starts cold', async () => {
+    await run(files.first, sandbox.url, ['--no-adaptive']);
+    const next = await run(files.second, sandbox.url);
+    expect(logLines(next.stderr).map((l) => l.msg)).toContain('started job 2 (run 2)');
+    expect(logLines(next.stderr).filter((l) => l.event === 'warm_start')).toEqual([]);
+  });
+
+  it('a limit our own side set (the run sat at its --concurrency) is a floor: the next job grows fast from it, and never past its own --concurrency', async () => {
+    await run(files.first, sandbox.url, ['--concurrency', '2']);
+    const next = await run(files.second, sandbox.url);
+    const warm = logLines(next.stderr).filter((l) => l.event === 'warm_start');
+    expect(warm).toEqual([expect.objectContaining({ limit: 2, warm: false, from_run: 1 })]);
+    expect(warm[0]?.msg).toBe('adaptive concurrency starts at 2 requests in flight and grows fast from there: run 1 (job 1) against this partner got that far without being held back by the partner');
+    // A limit above this run's --concurrency is cut to it.
+    const capped = await run(files.third, sandbox.url, ['--concurrency', '1']);
+    expect(logLines(capped.stderr).filter((l) => l.event === 'warm_start')).toEqual([expect.objectContaining({ limit: 1 })]);
   });
 
   it('the embedded sandbox, started anew for each run, starts cold every time', async () => {

@@ -97,11 +97,11 @@ describe('adaptive concurrency against partner profiles', () => {
     const f = await runProfile('drop', { rpsCapSchedule: '0:40,2:15', latencyMs: 100, retryAfterSeconds: 1 }, 32);
     expect(f.code).toBe(1);
     expect(f.throttled / f.quotes).toBeLessThan(0.5);
-    // Down from what 40/s allowed to what 15/s allows (15/s × 0.1 s ≈ 1.5 in flight): after the
-    // drop the limit goes below where it stood before it. (Not the settled limit against the first
-    // samples: the report's rule takes the median of the last 10 samples, which in a run this short,
-    // slowed further by a busy machine, may include the first ones.)
-    expect(Math.min(...f.limits.slice(2))).toBeLessThan(Math.max(...f.limits.slice(0, 2)));
+    // It follows the drop down: a limiter that kept sending at 40/s would see about 60% of its
+    // quotes after the drop answered 429 (15 of 40 accepted). Usually 5–10%; 30% on a machine busy
+    // with a full test run (the limits it reports, rate × latency, rise with the latency there).
+    expect(f.quotesAfterStart).toBeGreaterThan(100);
+    expect(f.throttledAfterStart / f.quotesAfterStart).toBeLessThan(0.4);
     // Where it settled, by the report's rule (the run's tail, with few rows left to send, lets the
     // window grow again): far below the ceiling of 32.
     expect(settled(f)).toBeLessThan(6);
