@@ -10,7 +10,7 @@ import { checkInputHeader, runJob } from '../pipeline/run-job.js';
 import { formatSummary, nextStep } from '../pipeline/summary.js';
 import { formatDuration } from '../duration.js';
 import { outputColumns } from '../io.js';
-import { AdaptiveLimiter, DEFAULT_INITIAL_WINDOW } from '../partner/adaptive-limiter.js';
+import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
 import { FixedLimiter } from '../partner/concurrency.js';
 import type { PartnerClient } from '../partner/index.js';
 import { openPartner } from './_connect.js';
@@ -143,9 +143,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
             ? new FixedLimiter(concurrency)
             : startAt === null
               ? new AdaptiveLimiter({ ceiling: concurrency })
-              : startAt.warm
-                ? new AdaptiveLimiter({ ceiling: concurrency, initialWindow: Math.max(1, startAt.limit), warm: true })
-                : new AdaptiveLimiter({ ceiling: concurrency, initialWindow: Math.max(DEFAULT_INITIAL_WINDOW, startAt.limit) });
+              : new AdaptiveLimiter({ ceiling: concurrency, initialWindow: Math.max(1, startAt.limit), warm: startAt.warm });
           const c = await openPartner(connection, io, {
             concurrency,
             limiter,

@@ -16,10 +16,10 @@ export interface LimiterClock {
   schedule(callback: () => void, delayMs: number): () => void;
 }
 
-/** Options of {@link AdaptiveLimiter}. */
 /** The window a cold start begins with. */
 export const DEFAULT_INITIAL_WINDOW: number = WINDOW_RULES.initialWindow;
 
+/** Options of {@link AdaptiveLimiter}. */
 export interface AdaptiveLimiterOptions {
   /** The largest window: `--concurrency`. */
   ceiling: number;

@@ -13,6 +13,7 @@ import { openInput, type InputReader } from '../input/index.js';
 import type { JobRecord, Ledger, ResumePoint, RowState } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
+import { DEFAULT_INITIAL_WINDOW } from '../partner/adaptive-limiter.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
 import { readStartingLimit } from '../report/timeline.js';
@@ -115,13 +116,16 @@ export async function checkInputHeader(inputPath: string, mapping: CompiledMappi
  * Where adaptive concurrency starts: where the latest run sent to the same partner settled — this
  * job's last run on a resume, last night's job for tonight's file — so that a partner's limit found
  * once is not overshot again by every run's slow start (`readStartingLimit` says which runs count).
- * At most `--concurrency`. Null: a cold start (nothing known, or the embedded sandbox, new each run).
+ * At most `--concurrency`. Null: a cold start (nothing known, a floor no higher than the cold start's
+ * window, or the embedded sandbox, new each run).
  */
 function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; message: string; jobId: number; runId: number } | null {
   if (options.partnerBaseUrl === undefined || options.partnerBaseUrl === null || options.adaptive !== true) return null;
   const found = readStartingLimit(options.ledger.db, { environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl });
   if (found === null) return null;
   const limit = Math.min(found.limit, options.concurrency);
+  // A floor no higher than a cold start's first window is a cold start.
+  if (!found.used && limit <= Math.min(DEFAULT_INITIAL_WINDOW, options.concurrency)) return null;
   const at = `adaptive concurrency starts at ${Math.round(limit * 10) / 10} requests in flight`;
   const run = `run ${found.runId} (job ${found.jobId}) against this partner`;
   return {

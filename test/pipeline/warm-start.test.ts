@@ -90,8 +90,9 @@ describe('adaptive concurrency across jobs', () => {
   });
 
   it('a run killed (kill -9) counts: its resume starts where it had got to', async () => {
-    // Two at a time: about 3 s of sending, so the kill comes mid-run.
-    const args = ['run', files.first, '--mapping', MAPPING_CSV, '--env', 'sandbox', '--ledger', tmp.path('l.db'), '--concurrency', '2', '--quiet',
+    // 200 ms per answer, six at a time: about 4 s of sending, so the kill comes mid-run.
+    sandbox.setFaults({ latencyMs: 200 });
+    const args = ['run', files.first, '--mapping', MAPPING_CSV, '--env', 'sandbox', '--ledger', tmp.path('l.db'), '--concurrency', '6', '--quiet',
       '--json-log', '--base-url', sandbox.url];
     const opts = { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } };
     const { child, done } = startCli(args, opts);
@@ -142,15 +143,22 @@ describe('adaptive concurrency across jobs', () => {
     expect(logLines(next.stderr).filter((l) => l.event === 'warm_start')).toEqual([]);
   });
 
-  it('a limit our own side set (the run sat at its --concurrency) is a floor: the next job grows fast from it, and never past its own --concurrency', async () => {
+  it('a limit our own side set (the run sat at its --concurrency) is a floor: the next job grows fast from it, never past its own --concurrency', async () => {
+    await run(files.first, sandbox.url, ['--concurrency', '6']);
+    const next = await run(files.second, sandbox.url); // --concurrency 8
+    const warm = logLines(next.stderr).filter((l) => l.event === 'warm_start');
+    expect(warm).toEqual([expect.objectContaining({ limit: 6, warm: false, from_run: 1 })]);
+    expect(warm[0]?.msg).toBe('adaptive concurrency starts at 6 requests in flight and grows fast from there: run 1 (job 1) against this partner got that far without being held back by the partner');
+    // The latest run (job 2's, at its ceiling of 8) is cut to this run's --concurrency.
+    const capped = await run(files.third, sandbox.url, ['--concurrency', '5']);
+    expect(logLines(capped.stderr).filter((l) => l.event === 'warm_start')).toEqual([expect.objectContaining({ limit: 5, warm: false, from_run: 2 })]);
+  });
+
+  it('a floor no higher than the cold start\'s first window (4) is a cold start', async () => {
     await run(files.first, sandbox.url, ['--concurrency', '2']);
     const next = await run(files.second, sandbox.url);
-    const warm = logLines(next.stderr).filter((l) => l.event === 'warm_start');
-    expect(warm).toEqual([expect.objectContaining({ limit: 2, warm: false, from_run: 1 })]);
-    expect(warm[0]?.msg).toBe('adaptive concurrency starts at 2 requests in flight and grows fast from there: run 1 (job 1) against this partner got that far without being held back by the partner');
-    // A limit above this run's --concurrency is cut to it.
-    const capped = await run(files.third, sandbox.url, ['--concurrency', '1']);
-    expect(logLines(capped.stderr).filter((l) => l.event === 'warm_start')).toEqual([expect.objectContaining({ limit: 1 })]);
+    expect(logLines(next.stderr).map((l) => l.msg)).toContain('started job 2 (run 2)');
+    expect(logLines(next.stderr).filter((l) => l.event === 'warm_start')).toEqual([]);
   });
 
   it('the embedded sandbox, started anew for each run, starts cold every time', async () => {
