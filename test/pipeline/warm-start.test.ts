@@ -1,7 +1,8 @@
 /**
- * Adaptive concurrency remembers a partner's limit across jobs: a new job (tonight's file) starts
- * where the latest job sent to the same partner settled, instead of overshooting it again with a
- * cold slow start. The embedded sandbox, new for every run, and another base URL start cold.
+ * Adaptive concurrency remembers a partner's limit across runs: a run (a resume, or tonight's new
+ * job) starts where the latest run sent to the same partner settled, instead of overshooting it
+ * again with a cold slow start; a limit our own side set is only a floor. Runs that halted or ran
+ * `--no-adaptive` are passed over; the embedded sandbox and another base URL start cold.
  */
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
