@@ -6,7 +6,7 @@
  */
 import type { StoreRequests } from '../config/index.js';
 import type { InputReader } from '../input/index.js';
-import { FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowOutcome, type RowState } from '../ledger/index.js';
+import { countUnfinished, FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowOutcome, type RowState } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatRowIssue, type CompiledMapping, type MappedRow } from '../mapping/index.js';
 import type { PartnerClient } from '../partner/index.js';
@@ -184,7 +184,7 @@ export class JobRunner {
     if (this.#haltReason !== null) {
       return { end: options.stop.aborted ? 'interrupted' : 'halted', haltReason: this.#haltReason, rowsRead: this.#rowsRead };
     }
-    const unfinished = (['pending', 'in_flight', 'failed', 'in_doubt'] as const).some((s) => book.counts[s] > 0);
+    const unfinished = countUnfinished(book.counts) > 0;
     return { end: readToEnd && !unfinished ? 'completed' : 'unfinished', haltReason: null, rowsRead: this.#rowsRead };
   }
 
