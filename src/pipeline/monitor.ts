@@ -95,10 +95,11 @@ export class RunMonitor {
     const s = client.takeSample();
     const elapsedMs = performance.now() - this.#startedAt;
     if (s.attempts > 0) this.#answered = true;
-    this.#limits.push(Math.round(s.limit * 100) / 100);
+    const limit = Math.round(s.limit * 100) / 100;
+    this.#limits.push(limit);
     this.ledger.recordRunSample(this.runId, {
       elapsedMs,
-      concurrencyLimit: Math.round(s.limit * 100) / 100,
+      concurrencyLimit: limit,
       inFlight: s.inFlight,
       attempts: s.attempts,
       throttled: s.throttled,
