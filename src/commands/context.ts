@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { parseDuration } from '../duration.js';
 import type { Io } from '../io.js';
 import type { Logger } from '../log.js';
+import { resolveLedgerPath } from '../report/output.js';
 
 /**
  * What `cli.ts` hands to each command. A command declares its own flags on `program`
@@ -72,3 +73,13 @@ export function parseDurationFlag(flag: string, minMs = 1): (value: string) => n
 }
 
 export { parseDuration } from '../duration.js';
+
+/**
+ * The ledger a command works on (`--ledger`, else the config's, else ./quote-batch.db), named to
+ * the edge at once (`noteLedger`), so that a SQLite failure on it is one line naming the file.
+ */
+export function ledgerPathOf(ctx: CommandContext, flag: string | undefined): string {
+  const path = resolveLedgerPath(ctx.io.cwd, flag);
+  ctx.noteLedger(path);
+  return path;
+}

@@ -6,12 +6,12 @@ import { detectInput } from '../input/index.js';
 import { loadMapping, resolveInputOptions } from '../mapping/index.js';
 import { sha256File } from '../pipeline/run-job.js';
 import {
-  checkSourcePositions, exportRows, exportSourceRows, openReportLedger, parseStates, resolveJobId, resolveLedgerPath, writeOutput, writeOutputAsync,
+  checkSourcePositions, exportRows, exportSourceRows, openReportLedger, parseStates, resolveJobId, writeOutput, writeOutputAsync,
   type ExportFormat, type SourceInput,
 } from '../report/index.js';
 import type { Ledger, RowState } from '../ledger/index.js';
 import { outputBytes } from '../io.js';
-import { parseCount, type CommandContext, type RegisterCommand } from './context.js';
+import { ledgerPathOf, parseCount, type CommandContext, type RegisterCommand } from './context.js';
 
 interface ExportFlags {
   ledger?: string;
@@ -33,8 +33,7 @@ export const registerExport: RegisterCommand = (program, ctx) => {
     .option('--out <file>', 'write to this file instead of standard output')
     .action(async (flags: ExportFlags) => {
       const states = flags.status === undefined ? [] : parseStates(flags.status);
-      const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
-      ctx.noteLedger(ledgerPath);
+      const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = openReportLedger(ledgerPath);
       try {
         const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);

@@ -1,7 +1,7 @@
 import { Option } from 'commander';
-import { listJobs, openReportLedger, renderJobsTable, resolveLedgerPath } from '../report/index.js';
+import { listJobs, openReportLedger, renderJobsTable } from '../report/index.js';
 import { outputColumns } from '../io.js';
-import type { RegisterCommand } from './context.js';
+import { ledgerPathOf, type RegisterCommand } from './context.js';
 
 interface JobsFlags {
   ledger?: string;
@@ -15,8 +15,7 @@ export const registerJobs: RegisterCommand = (program, ctx) => {
     .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
     .addOption(new Option('--format <format>', 'output format').choices(['table', 'json']).default('table'))
     .action((flags: JobsFlags) => {
-      const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
-      ctx.noteLedger(ledgerPath);
+      const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = openReportLedger(ledgerPath);
       try {
         const jobs = listJobs(ledger.db);

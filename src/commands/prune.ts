@@ -1,7 +1,6 @@
 /** `quote-batch prune --older-than <duration> [--vacuum]`: drops old finished jobs from a ledger. */
 import { Ledger, pruneJobs, vacuumLedger, type PruneCandidate } from '../ledger/index.js';
-import { resolveLedgerPath } from '../report/index.js';
-import { parseDurationFlag, type RegisterCommand } from './context.js';
+import { ledgerPathOf, parseDurationFlag, type RegisterCommand } from './context.js';
 
 interface PruneFlags {
   ledger?: string;
@@ -24,8 +23,7 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
     .option('--json-log', 'machine-readable JSON log lines on stderr')
     .action((flags: PruneFlags) => {
       const logger = ctx.createLogger();
-      const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
-      ctx.noteLedger(ledgerPath);
+      const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = Ledger.open(ledgerPath, { mustExist: true });
       const lines: string[] = [];
       try {

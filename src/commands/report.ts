@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
 import { Option } from 'commander';
 import {
-  buildReport, openReportLedger, readProblemRows, renderCsv, renderHtml, renderTable, resolveJobId, resolveLedgerPath,
+  buildReport, openReportLedger, readProblemRows, renderCsv, renderHtml, renderTable, resolveJobId,
   writeOutput, type Report,
 } from '../report/index.js';
 import { outputColumns } from '../io.js';
-import { parseCount, type RegisterCommand } from './context.js';
+import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
 type ReportFormat = 'table' | 'json' | 'csv' | 'html';
 
@@ -25,8 +25,7 @@ export const registerReport: RegisterCommand = (program, ctx) => {
     .addOption(new Option('--format <format>', 'output format').choices(['table', 'json', 'csv', 'html']).default('table'))
     .option('--out <file>', 'write the report to this file instead of standard output')
     .action((flags: ReportFlags) => {
-      const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
-      ctx.noteLedger(ledgerPath);
+      const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = openReportLedger(ledgerPath);
       let text: string;
       let jobId: number;

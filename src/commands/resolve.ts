@@ -5,8 +5,8 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
 import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution } from '../ledger/index.js';
-import { resolveJobId, resolveLedgerPath } from '../report/index.js';
-import { parseCount, type RegisterCommand } from './context.js';
+import { resolveJobId } from '../report/index.js';
+import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
 interface ResolveFlags {
   ledger?: string;
@@ -38,8 +38,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
           hint: 'list the rows in doubt with `quote-batch export --status in_doubt`',
         });
       }
-      const ledgerPath = resolveLedgerPath(ctx.io.cwd, flags.ledger);
-      ctx.noteLedger(ledgerPath);
+      const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = Ledger.open(ledgerPath, { mustExist: true });
       try {
         const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
