@@ -181,11 +181,7 @@ export class Ledger {
       // No live process holds one, but one appeared since the caller looked (and finished, or died).
       if (options.onlyIfFirst === true) {
         const other = this.latestJobOf(identityOf(job));
-        if (other !== undefined) {
-          throw new QuoteBatchError('E_JOB_LOCKED', `another process started job ${other.id} for the same input while this run was starting; nothing was sent`, {
-            hint: 'run the same command again: it will see the job as it is now',
-          });
-        }
+        if (other !== undefined) throw startedMeanwhile(`another process started job ${other.id} for the same input`);
       }
       const id = Number(this.stmts.insertJob.run({ ...job, created_at: now() }).lastInsertRowid);
       this.lockJob(id);
@@ -264,11 +260,7 @@ export class Ledger {
     const changed = job.status === 'completed'
       ? `another process completed job ${jobId}`
       : newest !== undefined && newest.id !== jobId ? `another process started job ${newest.id} for the same input (--fresh)` : undefined;
-    if (changed !== undefined) {
-      throw new QuoteBatchError('E_JOB_LOCKED', `${changed} while this run was starting; nothing was sent`, {
-        hint: 'run the same command again: it will see the job as it is now',
-      });
-    }
+    if (changed !== undefined) throw startedMeanwhile(changed);
   }
 
   heartbeat(runId: number): void {
@@ -431,6 +423,13 @@ export class Ledger {
       message: boundText(agent.message),
     });
   }
+}
+
+/** Another process changed the job (or made a newer one) while this run was starting: refused before anything is sent. */
+function startedMeanwhile(what: string): QuoteBatchError {
+  return new QuoteBatchError('E_JOB_LOCKED', `${what} while this run was starting; nothing was sent`, {
+    hint: 'run the same command again: it will see the job as it is now',
+  });
 }
 
 /** What makes two jobs the same job: input, mapping, environment and operation. */
