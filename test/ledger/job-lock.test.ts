@@ -2,39 +2,17 @@
  * The job lock (issue 9 item 5): held by a live process only. A holder in another process is a
  * real child process holding the lock through the built ledger (dist/), as `run` would.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, statSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isQuoteBatchError } from '../../src/errors.js';
 import { jobLockPath, Ledger } from '../../src/ledger/index.js';
-import { REPO_ROOT } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
+import { startRunInChild } from './_child.js';
 
 const identity = { input_sha256: 'a'.repeat(64), mapping_sha256: 'b'.repeat(64), environment: 'sandbox', operation: 'quote' } as const;
 const newJob = { ...identity, input_path: '/tmp/in.csv', input_format: 'csv', mapping_path: 'm.yaml', base_url: null } as const;
-
-const LEDGER_MODULE = pathToFileURL(join(REPO_ROOT, 'dist', 'ledger', 'index.js')).href;
-
-/** A child process that opens the ledger and starts a run of `jobId` (taking its lock), then waits. */
-async function holdInChild(ledgerPath: string, jobId: number): Promise<ChildProcess> {
-  const script = `
-    const { Ledger } = await import(${JSON.stringify(LEDGER_MODULE)});
-    const ledger = Ledger.open(${JSON.stringify(ledgerPath)});
-    ledger.startRun(${jobId}, '{}', 'child');
-    process.stdout.write('held\\n');
-    setTimeout(() => {}, 60_000);`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.on('data', (d: Buffer) => {
-      if (d.toString().includes('held')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`holder exited with ${String(code)}`)));
-  });
-  return child;
-}
 
 function lockedCode(fn: () => unknown): string | undefined {
   try {
@@ -57,7 +35,7 @@ describe('job lock', () => {
     const setup = Ledger.open(path);
     const job = setup.createJob(newJob);
     setup.close();
-    const holder = await holdInChild(path, job.id);
+    const holder = await startRunInChild(path, job.id);
     children.push(holder);
 
     const ledger = Ledger.open(path);
@@ -144,7 +122,7 @@ describe('job lock', () => {
     const setup = Ledger.open(path);
     const job = setup.createJob(newJob);
     setup.close();
-    const holder = await holdInChild(path, job.id);
+    const holder = await startRunInChild(path, job.id);
     children.push(holder);
     // Later than the clock slack after the run started: the new file is then visibly newer.
     await new Promise((r) => setTimeout(r, 1100));

@@ -1,38 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { isQuoteBatchError } from '../../src/errors.js';
 import { jobLockPath, Ledger, pruneJobs, resolveInDoubt, vacuumLedger } from '../../src/ledger/index.js';
 import type { RowState } from '../../src/ledger/index.js';
-import { REPO_ROOT } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
-
-const LEDGER_MODULE = pathToFileURL(join(REPO_ROOT, 'dist', 'ledger', 'index.js')).href;
-
-/**
- * A child process that starts a run of `jobId` (taking its lock) and marks `row` in flight, as a
- * run does right before the request leaves; then waits to be killed.
- */
-async function runInChild(ledgerPath: string, jobId: number, row: number): Promise<ChildProcess> {
-  const script = `
-    const { Ledger } = await import(${JSON.stringify(LEDGER_MODULE)});
-    const ledger = Ledger.open(${JSON.stringify(ledgerPath)});
-    ledger.startRun(${jobId}, '{}', 'child');
-    ledger.markInFlight(${jobId}, ${row}, null, null);
-    process.stdout.write('in flight\\n');
-    setTimeout(() => {}, 60_000);`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.on('data', (d: Buffer) => {
-      if (d.toString().includes('in flight')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`child exited with ${String(code)}`)));
-  });
-  return child;
-}
+import { startRunInChild } from './_child.js';
 
 const newJob = {
   input_path: '/tmp/in.csv', input_sha256: 'a'.repeat(64), input_format: 'csv', mapping_path: 'm.yaml',
@@ -124,7 +97,8 @@ describe('resolve', () => {
     const path = tmp.path('l.db');
     const ledger = Ledger.open(path);
     const jobId = makeJob(ledger, ['succeeded', 'pending', 'in_doubt']);
-    const child = await runInChild(path, jobId, 2);
+    // As a run does right before the request leaves: the row is in flight while the process lives.
+    const child = await startRunInChild(path, jobId, `ledger.markInFlight(${jobId}, 2, null, null);`);
     try {
       expect(errorOf(() => resolveInDoubt(ledger, { jobId, rows: [2], to: 'succeeded', note: null }))?.code).toBe('E_JOB_LOCKED');
     } finally {

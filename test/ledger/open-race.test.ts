@@ -3,15 +3,12 @@
  * creates or migrates it once, and none fails on what another created meanwhile.
  */
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../../src/ledger/index.js';
-import { REPO_ROOT } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
+import { LEDGER_MODULE } from './_child.js';
 
-const LEDGER_MODULE = pathToFileURL(join(REPO_ROOT, 'dist', 'ledger', 'index.js')).href;
 const PROCESSES = 6;
 const ROUNDS = 8;
 
