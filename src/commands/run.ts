@@ -143,7 +143,9 @@ export const registerRun: RegisterCommand = (program, ctx) => {
             ? new FixedLimiter(concurrency)
             : startAt === null
               ? new AdaptiveLimiter({ ceiling: concurrency })
-              : new AdaptiveLimiter({ ceiling: concurrency, initialWindow: Math.max(1, startAt.limit), warm: startAt.warm });
+              : new AdaptiveLimiter({
+                ceiling: concurrency, initialWindow: Math.max(1, startAt.limit), warm: startAt.warm, ...(startAt.pace === null ? {} : { pace: startAt.pace }),
+              });
           const c = await openPartner(connection, io, {
             concurrency,
             limiter,
@@ -174,7 +176,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       progress.stop();
       const fields = {
         event: 'summary', job: result.job.id, run: result.runId, end: result.end, exit_code: result.exitCode,
-        duration_ms: Math.round(result.durationMs), halt_reason: result.haltReason, settled_limit: result.settledLimit, ...result.counts,
+        duration_ms: Math.round(result.durationMs), halt_reason: result.haltReason, settled_limit: result.settledLimit, settled_pace: result.settledPace, ...result.counts,
       };
       // The summary's level says whether the job is done: info when completed, warn when not.
       if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result)}`, fields);

@@ -215,6 +215,11 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (run_id, elapsed_ms)
   ) WITHOUT ROWID;
   `,
+  // 4: run_samples.pace_rate: the requests per second the adaptive limiter paced sends at (null when
+  // it did not pace), so that the next run against a partner with a rate cap starts at its pace.
+  `
+  ALTER TABLE run_samples ADD COLUMN pace_rate REAL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

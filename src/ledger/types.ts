@@ -61,7 +61,7 @@ export interface NewRow {
   sourceLine?: number | null;
 }
 
-/** One second of a run, for `run_samples` (see migration 3). */
+/** One second of a run, for `run_samples` (see migrations 3 and 4). */
 export interface RunSample {
   elapsedMs: number;
   concurrencyLimit: number | null;
@@ -71,6 +71,8 @@ export interface RunSample {
   errors: number;
   rowsDone: number;
   latencyP50Ms: number | null;
+  /** Requests per second the adaptive limiter paced sends at; null or absent when it did not pace (migration 4). */
+  paceRate?: number | null;
 }
 
 export interface RowOutcome {

@@ -130,10 +130,25 @@ export type WindowEvent =
     }
   | { type: 'error'; sentAt: number };
 
-/** The state of a new limiter. */
-export function createWindowState(ceiling: number, now: number, initialWindow: number = WINDOW_RULES.initialWindow): WindowState {
+/**
+ * The state of a new limiter. `pace` (requests/s), when given, is the rate an earlier run against
+ * the partner was paced at when it settled: the new one starts as that run would after a 429 met at
+ * that rate — paced `rateBackoff` below it, returning to it within about a second, then probing
+ * beyond it — instead of finding the partner's rate cap again by overshooting it. `initialWindow`
+ * is then the requests that pace put in flight, and the window keeps its `windowHeadroom` above it.
+ */
+export function createWindowState(ceiling: number, now: number, initialWindow: number = WINDOW_RULES.initialWindow, pace?: number): WindowState {
   if (!Number.isInteger(ceiling) || ceiling < 1) throw new RangeError(`ceiling must be a positive integer, got ${ceiling}`);
   if (!(initialWindow >= 1)) throw new RangeError(`initialWindow must be at least 1, got ${initialWindow}`);
+  if (pace !== undefined && !(pace > 0 && Number.isFinite(pace))) throw new RangeError(`pace must be a positive rate, got ${pace}`);
+  const paced = pace === undefined
+    ? {}
+    : {
+        window: Math.min(ceiling, initialWindow * WINDOW_RULES.windowHeadroom),
+        slowStart: false,
+        rate: Math.max(WINDOW_RULES.minRate, pace * WINDOW_RULES.rateBackoff),
+        rateAtThrottle: pace,
+      };
   return {
     ceiling,
     window: Math.min(ceiling, initialWindow),
@@ -152,6 +167,7 @@ export function createWindowState(ceiling: number, now: number, initialWindow: n
     probingRateSince: undefined,
     throttleCutAt: Number.NEGATIVE_INFINITY,
     peakAcceptedRate: 0,
+    ...paced,
   };
 }
 

@@ -31,6 +31,12 @@ export interface AdaptiveLimiterOptions {
    * growing by one per round trip.
    */
   warm?: boolean;
+  /**
+   * The rate (requests/s) an earlier run against the partner was paced at when it settled: a rate
+   * cap found then. The limiter starts paced just below it instead of finding the cap again by
+   * overshooting it (see `createWindowState`).
+   */
+  pace?: number;
   /** Default: `performance.now()` and `setTimeout`. */
   clock?: LimiterClock;
 }
@@ -93,7 +99,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   constructor(options: AdaptiveLimiterOptions) {
     this.#clock = options.clock ?? systemClock;
     const now = this.#clock.now();
-    const state = createWindowState(options.ceiling, now, options.initialWindow);
+    const state = createWindowState(options.ceiling, now, options.initialWindow, options.pace);
     this.#state = options.warm === true ? { ...state, slowStart: false } : state;
   }
 
@@ -111,6 +117,11 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  /** Pacing rate in requests/s, or null when not pacing. */
+  get rate(): number | null {
+    return this.#state.rate ?? null;
   }
 
   snapshot(): AdaptiveLimiterSnapshot {

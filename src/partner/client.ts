@@ -217,7 +217,7 @@ class GotPartnerClient implements PartnerClient {
   }
 
   takeSample(): MetricsSample {
-    return this.#metrics.take(this.#limiter.limit, this.#limiter.inFlight);
+    return this.#metrics.take(this.#limiter.limit, this.#limiter.inFlight, this.#limiter.rate);
   }
 
   // async, so that even a programming error arrives as a rejection.

@@ -35,6 +35,8 @@ export interface ConcurrencyLimiter {
   readonly limit: number;
   /** Slots taken and not yet released. */
   readonly inFlight: number;
+  /** Requests per second the limiter paces sends at; null when it does not pace. */
+  readonly rate: number | null;
 }
 
 /**
@@ -57,6 +59,10 @@ export class FixedLimiter implements ConcurrencyLimiter {
 
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  get rate(): null {
+    return null;
   }
 
   async acquire(signals: readonly (AbortSignal | undefined)[] = []): Promise<ConcurrencySlot | 'aborted'> {

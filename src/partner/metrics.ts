@@ -10,6 +10,8 @@ export interface MetricsSample {
   limit: number;
   /** Requests in flight at the time of the sample. */
   inFlight: number;
+  /** Requests per second the limiter paced sends at, at the time of the sample; null when not pacing. */
+  paceRate: number | null;
   /** Attempts answered (or failed) since the last sample. */
   attempts: number;
   /** Of those: 429, or 503 with Retry-After. */
@@ -37,11 +39,12 @@ export class CallMetrics {
   }
 
   /** Returns what was seen since the last call, and starts a new sample. */
-  take(limit: number, inFlight: number): MetricsSample {
+  take(limit: number, inFlight: number, paceRate: number | null): MetricsSample {
     const sorted = this.#latencies.sort((a, b) => a - b);
     const sample: MetricsSample = {
       limit,
       inFlight,
+      paceRate,
       attempts: this.#attempts,
       throttled: this.#throttled,
       errors: this.#errors,

@@ -2,14 +2,14 @@
  * What an unattended run tells its operators while it works (contract §9): the client's breaker
  * and halt events as log lines at their level (warn when the partner looks down and when it is back,
  * with when the run will give up; error when it halts), retries piling up as a warn line at most
- * every half minute, and one `run_samples` row per second (requests allowed and in flight, answers,
- * 429s, errors, rows done, latency) for the report's charts.
+ * every half minute, and one `run_samples` row per second (requests allowed and in flight, the pace,
+ * answers, 429s, errors, rows done, latency) for the report's charts.
  */
 import type { Ledger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
-import { settledLimitOf } from '../report/timeline.js';
+import { settledLimitOf, settledPaceOf } from '../report/timeline.js';
 
 const SAMPLE_EVERY_MS = 1000;
 /** Transient failures (5xx, time-outs, 429s) within this window that make a warn line. */
@@ -28,6 +28,8 @@ export class RunMonitor {
   #windowAttempts = 0;
   /** The limit of every sample, in time order (one a second: small even for a night's run). */
   readonly #limits: number[] = [];
+  /** The pace of every sample (null: not pacing), in time order. */
+  readonly #paces: (number | null)[] = [];
   #answered = false;
   #stopped = false;
 
@@ -91,12 +93,19 @@ export class RunMonitor {
     return this.#answered ? (settledLimitOf(this.#limits)?.limit ?? null) : null;
   }
 
+  /** The pace (requests/s) the run settled at, when it was pacing (a rate cap); null otherwise. */
+  get settledPace(): number | null {
+    return this.#answered ? settledPaceOf(this.#paces) : null;
+  }
+
   #sample(client: PartnerClient, rowsDone: number): void {
     const s = client.takeSample();
     const elapsedMs = performance.now() - this.#startedAt;
     if (s.attempts > 0) this.#answered = true;
     const limit = Math.round(s.limit * 100) / 100;
+    const paceRate = s.paceRate === null ? null : Math.round(s.paceRate * 100) / 100;
     this.#limits.push(limit);
+    this.#paces.push(paceRate);
     this.ledger.recordRunSample(this.runId, {
       elapsedMs,
       concurrencyLimit: limit,
@@ -106,6 +115,7 @@ export class RunMonitor {
       errors: s.errors,
       rowsDone: rowsDone - this.#rowsDoneAt,
       latencyP50Ms: s.latencyP50Ms,
+      paceRate,
     });
     this.#rowsDoneAt = rowsDone;
     this.#windowAttempts += s.attempts;

@@ -43,9 +43,10 @@ export interface RunJobOptions {
     onEvent: (event: ClientEvent) => void;
     /**
      * Where adaptive concurrency starts (see {@link startingLimit}): `warm`, without the slow start's
-     * growth (a limit the partner set); else growing quickly from there. Null: a cold start.
+     * growth (a limit the partner set); else growing quickly from there. `pace`: requests/s to pace
+     * at from the start (a rate cap the partner set); null: none. Null: a cold start.
      */
-    startAt: { limit: number; warm: boolean } | null;
+    startAt: { limit: number; warm: boolean; pace: number | null } | null;
   }) => Promise<PartnerTarget>;
   /** `--max-outage` in ms, for the warning that says when the run will give up. */
   maxOutageMs?: number;
@@ -90,6 +91,8 @@ export interface RunJobResult {
   emptyInput: boolean;
   /** Requests the run allowed in flight at its end (adaptive concurrency); null when nothing was sent. */
   settledLimit: number | null;
+  /** Requests per second the run was paced at by its end (a rate cap the partner showed); null when it was not pacing. */
+  settledPace: number | null;
   durationMs: number;
   exitCode: 0 | 1 | 3;
 }
@@ -119,17 +122,18 @@ export async function checkInputHeader(inputPath: string, mapping: CompiledMappi
  * At most `--concurrency`. Null: a cold start (nothing known, a floor no higher than the cold start's
  * window, or the embedded sandbox, new each run).
  */
-function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; message: string; jobId: number; runId: number } | null {
+function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; pace: number | null; message: string; jobId: number; runId: number } | null {
   if (options.partnerBaseUrl === undefined || options.partnerBaseUrl === null || options.adaptive !== true) return null;
   const found = readStartingLimit(options.ledger.db, { environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl });
   if (found === null) return null;
   const limit = Math.min(found.limit, options.concurrency);
   // A floor no higher than a cold start's first window is a cold start.
   if (!found.used && limit <= Math.min(DEFAULT_INITIAL_WINDOW, options.concurrency)) return null;
-  const at = `adaptive concurrency starts at ${Math.round(limit * 10) / 10} requests in flight`;
+  const paced = found.pace === null ? '' : `, paced at ${Math.round(found.pace * 10) / 10} requests/s`;
+  const at = `adaptive concurrency starts at ${Math.round(limit * 10) / 10} requests in flight${paced}`;
   const run = `run ${found.runId} (job ${found.jobId}) against this partner`;
   return {
-    limit, warm: found.used, jobId: found.jobId, runId: found.runId,
+    limit, warm: found.used, pace: found.pace, jobId: found.jobId, runId: found.runId,
     message: found.used ? `${at}, where ${run} settled` : `${at} and grows fast from there: ${run} got that far without being held back by the partner`,
   };
 }
@@ -161,7 +165,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       return {
         job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null,
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
-        emptyInput: latest.total_rows === 0, settledLimit: null, exitCode: exitCodeFor('completed', counts),
+        emptyInput: latest.total_rows === 0, settledLimit: null, settledPace: null, exitCode: exitCodeFor('completed', counts),
       };
     }
 
@@ -170,9 +174,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     let forward: (event: ClientEvent) => void = () => {};
     const start = startingLimit(options);
     if (start !== null) {
-      logger.info(start.message, { event: 'warm_start', limit: start.limit, warm: start.warm, from_job: start.jobId, from_run: start.runId });
+      logger.info(start.message, { event: 'warm_start', limit: start.limit, warm: start.warm, pace: start.pace, from_job: start.jobId, from_run: start.runId });
     }
-    const target = await options.connect({ onEvent: (event) => forward(event), startAt: start });
+    const startAt = start === null ? null : { limit: start.limit, warm: start.warm, pace: start.pace };
+    const target = await options.connect({ onEvent: (event) => forward(event), startAt });
     try {
       job ??= ledger.createJob({
         input_path: options.inputPath,
@@ -246,6 +251,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null,
         emptyInput,
         settledLimit: options.adaptive === true ? monitor.settledLimit : null,
+        settledPace: options.adaptive === true ? monitor.settledPace : null,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
       };

@@ -147,9 +147,27 @@ export function readTimeline(db: Db, jobId: number): ReportTimeline {
  */
 export function settledLimitOf(limits: readonly number[]): { limit: number; samples: number } | null {
   if (limits.length === 0) return null;
-  const last = limits.slice(-Math.min(limits.length, Math.max(10, Math.ceil(limits.length / 4)))).sort((a, b) => a - b);
+  const last = settledSpan(limits).sort((a, b) => a - b);
   // Nearest-rank median, like every percentile of the report: a limit that occurred.
   return { limit: last[Math.ceil(last.length / 2) - 1] as number, samples: last.length };
+}
+
+/**
+ * The pace (requests/s) a run settled at, from its samples' paces in time order (null: not pacing):
+ * the nearest-rank median over the samples its limit is taken from, when it paced in at least half
+ * of them (a rate cap it had found); else null. In a run that settled, the pace swings about the cap
+ * (cut below it by each 429, probing above it between them). A short run's pace is still climbing
+ * from its first cut: its median is low rather than high, and a run starting from it climbs on.
+ */
+export function settledPaceOf(paces: readonly (number | null)[]): number | null {
+  const span = settledSpan(paces);
+  const paced = span.filter((pace): pace is number => pace !== null && pace > 0).sort((a, b) => a - b);
+  return paced.length === 0 || paced.length * 2 < span.length ? null : (paced[Math.ceil(paced.length / 2) - 1] as number);
+}
+
+/** The samples a run's settled figures are taken from: its last quarter, at least its last 10. */
+function settledSpan<T>(samples: readonly T[]): T[] {
+  return samples.slice(-Math.min(samples.length, Math.max(10, Math.ceil(samples.length / 4))));
 }
 
 /**
@@ -179,11 +197,13 @@ export function readSettledLimit(db: Db, jobId: number): { runId: number; limit:
  * `used` tells whether that limit is one the partner set: below that run's `--concurrency`, and the
  * run pushed against it (429s or errors) or kept its window in use most of the time. Otherwise our
  * own side held the run back (a small input, a low `--concurrency`): the limit is a floor to grow from.
+ *
+ * `pace`: when the partner set the limit, the pace that run settled at ({@link settledPaceOf}); else null.
  */
 export function readStartingLimit(
   db: Db,
   partner: { environment: string; operation: string; baseUrl: string },
-): { jobId: number; runId: number; limit: number; samples: number; used: boolean } | null {
+): { jobId: number; runId: number; limit: number; samples: number; used: boolean; pace: number | null } | null {
   const run = db.prepare(
     `SELECT runId, jobId, ceiling FROM (
        SELECT r.id AS runId, r.job_id AS jobId, json_extract(r.options_json, '$.concurrency') AS ceiling,
@@ -197,14 +217,16 @@ export function readStartingLimit(
   ).get(partner.environment, partner.operation, partner.baseUrl) as { runId: number; jobId: number; ceiling: unknown } | undefined;
   if (run === undefined) return null;
   const samples = db.prepare(
-    'SELECT concurrency_limit AS lim, in_flight AS inFlight, throttled + errors AS pushedBack FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms',
-  ).all(run.runId) as { lim: number; inFlight: number; pushedBack: number }[];
+    `SELECT concurrency_limit AS lim, in_flight AS inFlight, throttled + errors AS pushedBack, pace_rate AS pace
+     FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms`,
+  ).all(run.runId) as { lim: number; inFlight: number; pushedBack: number; pace: number | null }[];
   const settled = settledLimitOf(samples.map((x) => x.lim));
   if (settled === null) return null;
   const inUse = samples.filter((x) => x.inFlight >= x.lim / 2).length;
   const belowCeiling = typeof run.ceiling !== 'number' || settled.limit < run.ceiling;
   const used = belowCeiling && (samples.some((x) => x.pushedBack > 0) || inUse >= samples.length / 2);
-  return { jobId: run.jobId, runId: run.runId, ...settled, used };
+  const pace = used ? settledPaceOf(samples.map((x) => x.pace)) : null;
+  return { jobId: run.jobId, runId: run.runId, ...settled, used, pace };
 }
 
 export function readPartner(db: Db, jobId: number): ReportPartner {

@@ -33,6 +33,30 @@ describe('ledger', () => {
     expect(() => Ledger.open(path)).toThrow(/newer than this quote-batch understands/);
   });
 
+  it('migrates a ledger of schema version 3, keeping its samples (their pace unknown), and records the pace from then on', () => {
+    const path = tmp.path('v3.db');
+    const sample = { concurrencyLimit: 8, inFlight: 8, attempts: 40, throttled: 1, errors: 0, rowsDone: 39, latencyP50Ms: 200 };
+    const first = Ledger.open(path);
+    const job = first.createJob(newJob);
+    const { run } = first.startRun(job.id, '{}', 'test');
+    first.recordRunSample(run.id, { elapsedMs: 1000, ...sample });
+    first.close();
+    // The same file as version 3 wrote it: run_samples without pace_rate.
+    const old = new Database(path);
+    old.exec('ALTER TABLE run_samples DROP COLUMN pace_rate');
+    old.pragma('user_version = 3');
+    old.close();
+
+    const ledger = Ledger.open(path);
+    expect(ledger.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    ledger.recordRunSample(run.id, { elapsedMs: 2000, ...sample, paceRate: 38.5 });
+    expect(ledger.db.prepare('SELECT elapsed_ms, attempts, pace_rate FROM run_samples ORDER BY elapsed_ms').all()).toEqual([
+      { elapsed_ms: 1000, attempts: 40, pace_rate: null },
+      { elapsed_ms: 2000, attempts: 40, pace_rate: 38.5 },
+    ]);
+    ledger.close();
+  });
+
   it('finds the newest job of an identity, whatever its status', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const older = ledger.createJob(newJob);

@@ -176,4 +176,25 @@ describe('AdaptiveLimiter warm start', () => {
     expect(warm).toBeLessThanOrEqual(9);
     expect(cold).toBeGreaterThan(warm);
   });
+
+  it('with a pace an earlier run settled at, paces just below it from the first request', async () => {
+    const clock = new SimClock();
+    const limiter = new AdaptiveLimiter({ ceiling: 32, initialWindow: 8, warm: true, pace: 40, clock });
+    expect(limiter.rate).toBeCloseTo(38, 5);
+    expect(limiter.snapshot().rate).toBe(limiter.rate);
+    // Slots are handed out at the pace, not all at once: 38/s is one every ~26 ms.
+    const first = await slotOf(limiter);
+    let second: ConcurrencySlot | undefined;
+    void slotOf(limiter).then((slot) => {
+      second = slot;
+    });
+    await clock.runUntil(20);
+    expect(second).toBeUndefined();
+    await clock.runUntil(30);
+    await settle();
+    expect(second).toBeDefined();
+    first.release({ latencyMs: 200, signal: 'ok' });
+    second?.release({ latencyMs: 200, signal: 'ok' });
+    expect(new AdaptiveLimiter({ ceiling: 32 }).rate).toBeNull();
+  });
 });

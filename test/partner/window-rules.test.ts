@@ -51,6 +51,42 @@ describe('createWindowState', () => {
   it('refuses an initial window below 1', () => {
     expect(() => createWindowState(8, 0, 0.5)).toThrow(RangeError);
   });
+
+  // A pace an earlier run settled at (a rate cap it found): paced just below it, as after a 429 met
+  // at that rate, with the window's headroom above the requests that pace put in flight.
+  it.each<[string, number, number, number, number]>([
+    ['ceiling 32, 8 in flight at 40/s', 32, 8, 40, 8 * R.windowHeadroom],
+    ['the window stops at the ceiling', 12, 8, 40, 12],
+    ['a slow pace', 32, 1, 2, R.windowHeadroom],
+  ])('%s: paced below it, returning to it, no slow start', (_label, ceiling, initial, pace, window) => {
+    const state = createWindowState(ceiling, 0, initial, pace);
+    expect(state.window).toBe(window);
+    expect(state.slowStart).toBe(false);
+    expect(state.rate).toBeCloseTo(pace * R.rateBackoff, 10);
+    expect(state.rateAtThrottle).toBe(pace);
+    expect(state.probingRateSince).toBeUndefined();
+  });
+
+  it('a pace below the lowest rate used paces at that rate', () => {
+    expect(createWindowState(8, 0, 1, 0.2).rate).toBe(R.minRate);
+  });
+
+  it.each([[0], [-1], [Number.NaN], [Number.POSITIVE_INFINITY]])('refuses the pace %s', (pace) => {
+    expect(() => createWindowState(8, 0, 4, pace)).toThrow(RangeError);
+  });
+
+  it('a paced start returns to the remembered rate within about a second of being held back, then probes past it', () => {
+    let s: WindowState = { ...createWindowState(32, 0, 8, 40), smoothedLatencyMs: 200 };
+    s = nextWindowState(s, ok({ sentAt: 0, latencyMs: 200, inFlightAtSend: 8, paceLimited: true }), 500);
+    expect(s.rate).toBeGreaterThan(40 * R.rateBackoff);
+    expect(s.rate).toBeLessThan(40);
+    s = nextWindowState(s, ok({ sentAt: 500, latencyMs: 200, inFlightAtSend: 8, paceLimited: true }), 1500);
+    expect(s.rate).toBeGreaterThanOrEqual(40);
+    s = nextWindowState(s, ok({ sentAt: 1500, latencyMs: 200, inFlightAtSend: 8, paceLimited: true }), 2500);
+    expect(s.probingRateSince).toBe(2500);
+    s = nextWindowState(s, ok({ sentAt: 2500, latencyMs: 200, inFlightAtSend: 8, paceLimited: true }), 3500);
+    expect(s.rate).toBeGreaterThan(40 * (1 + R.rateProbePerS / 2));
+  });
 });
 
 describe('the window on ok answers', () => {

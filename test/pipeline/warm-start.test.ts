@@ -16,12 +16,14 @@ interface LogLine {
   msg?: string;
   limit?: number;
   warm?: boolean;
+  pace?: number | null;
+  settled_pace?: number | null;
   from_job?: number;
   from_run?: number;
 }
 
 /** The start line: where the limit settled (`warm`), or a floor to grow from. */
-const STARTS = /^adaptive concurrency starts at [\d.]+ requests in flight(, where run \d+ \(job \d+\) against this partner settled| and grows fast from there: run \d+ \(job \d+\) against this partner got that far without being held back by the partner)$/;
+const STARTS = /^adaptive concurrency starts at [\d.]+ requests in flight(, paced at [\d.]+ requests\/s)?(, where run \d+ \(job \d+\) against this partner settled| and grows fast from there: run \d+ \(job \d+\) against this partner got that far without being held back by the partner)$/;
 
 const logLines = (stderr: string): LogLine[] =>
   stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as LogLine);
@@ -77,6 +79,39 @@ describe('adaptive concurrency across jobs', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('a partner with a rate cap: the next job starts paced just below the rate the last one settled at, and meets far fewer 429s', async () => {
+    // 20 requests/s, counted per second: a cold start at 8 in flight × 50 ms overshoots it at once.
+    sandbox.setFaults({ rpsCap: 20, rpsMode: 'window', retryAfterSeconds: 1 });
+    const first = await run(files.first, sandbox.url);
+    expect(first.code).not.toBe(3); // completed (exit 1: the generated file's deliberate bad rows)
+    expect(logLines(first.stderr).filter((l) => l.event === 'warm_start')).toEqual([]);
+    const second = await run(files.second, sandbox.url);
+    expect(second.code).not.toBe(3);
+    const warm = logLines(second.stderr).filter((l) => l.event === 'warm_start');
+    expect(warm).toEqual([expect.objectContaining({ warm: true, from_run: 1 })]);
+    expect(warm[0]?.msg).toMatch(STARTS);
+    expect(warm[0]?.msg).toMatch(/, paced at [\d.]+ requests\/s, where run 1/);
+    const pace = warm[0]?.pace ?? 0;
+    // The pace the first run's summary reported is where the second starts.
+    expect(logLines(first.stderr).filter((l) => l.event === 'summary').map((l) => l.settled_pace)).toEqual([pace]);
+    // About the cap: counted per second, a window cap lets a little more through across two of them;
+    // after a short first run the pace may still be climbing back from its first cut.
+    expect(pace).toBeGreaterThan(5);
+    expect(pace).toBeLessThan(30);
+
+    const db = new Database(tmp.path('l.db'), { readonly: true });
+    const throttled = (runId: number): number =>
+      db.prepare("SELECT COUNT(*) FROM attempts WHERE run_id = ? AND kind = 'quote' AND http_status = 429").pluck().get(runId) as number;
+    const firstSample = db.prepare('SELECT pace_rate FROM run_samples WHERE run_id = 2 ORDER BY elapsed_ms LIMIT 1').pluck().get() as number | null;
+    const [cold, warmRun] = [throttled(1), throttled(2)];
+    db.close();
+    // Paced from its first second on, below the cap: the cold start's burst of 429s is not repeated.
+    expect(firstSample).not.toBeNull();
+    expect(firstSample).toBeLessThanOrEqual(pace);
+    expect(cold).toBeGreaterThan(10);
+    expect(warmRun).toBeLessThan(cold / 3);
   });
 
   it('a resumed job starts where its own last run settled', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { settledLimitOf } from '../../src/report/timeline.js';
+import { settledLimitOf, settledPaceOf } from '../../src/report/timeline.js';
 
 describe('settledLimitOf', () => {
   it.each([
@@ -13,5 +13,22 @@ describe('settledLimitOf', () => {
     [[...Array(75).fill(2), ...Array(25).fill(12)], { limit: 12, samples: 25 }],
   ])('%j → %j', (limits, expected) => {
     expect(settledLimitOf(limits)).toEqual(expected);
+  });
+});
+
+describe('settledPaceOf', () => {
+  it.each<[string, (number | null)[], number | null]>([
+    ['no samples', [], null],
+    ['never paced', [null, null, null], null],
+    // A short run (all its samples count): not pacing in its first second, then climbing.
+    ['a short run climbing from its first cut: nearest-rank median', [null, 30, 34, 36, 37], 34],
+    ['paced in fewer than half of the samples that count', [null, null, null, 40, 41], null],
+    ['paced in exactly half', [null, null, 40, 41], 40],
+    // 40 samples: the last 10; a pace early in the run and its end without pace do not count.
+    ['pacing that ended before the last samples', [...Array(30).fill(40), ...Array(10).fill(null)], null],
+    ['swinging about a cap of 40 at the end', [...Array(30).fill(null), 38, 40, 41, 39, 38, 40, 42, 38, 40, 41], 40],
+    ['a zero pace is not a pace', [0, 0, 0, 20], null],
+  ])('%s', (_label, paces, expected) => {
+    expect(settledPaceOf(paces)).toBe(expected);
   });
 });
