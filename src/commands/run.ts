@@ -137,6 +137,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         environment: connection.environment,
         operation: settings.operation,
         partnerBaseUrl: connection.baseUrl,
+        rate: settings.rate,
         connect: async ({ onEvent, startAt }) => {
           // Where the partner's limit settled last time, not a cold start (unless nothing is known).
           const limiter = !settings.adaptive

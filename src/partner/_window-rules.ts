@@ -148,6 +148,9 @@ export function createWindowState(ceiling: number, now: number, initialWindow: n
         slowStart: false,
         rate: Math.max(WINDOW_RULES.minRate, pace * WINDOW_RULES.rateBackoff),
         rateAtThrottle: pace,
+        // The partner accepted that rate: 429s that would take the pace below a quarter of it are
+        // not about our rate (as in this run's own pacing, see `cutRate`).
+        peakAcceptedRate: pace,
       };
   return {
     ceiling,
@@ -217,11 +220,16 @@ function grownWindow(state: WindowState, event: Extract<WindowEvent, { type: 'ok
  * Moves the pacing rate while pacing holds requests back: an exponential return to the rate of the
  * last 429, then a probe beyond it that starts slowly and accelerates (the partner may have raised
  * its cap, or the estimate was low). Pacing ends once the window alone would stop below the rate
- * (the ceiling binds first, so the learned rate no longer matters).
+ * (the ceiling binds first, so the learned rate no longer matters), whether or not the pace holds
+ * requests back. A stretch without answers (the run starting, the breaker open) counts as one
+ * second at most: an idle pacer banks no growth.
  */
 function paced(state: WindowState, paceLimited: boolean, now: number): WindowState {
   if (state.rate === undefined) return state;
-  const seconds = Math.max(0, now - state.rateUpdatedAt) / 1000;
+  const latency = state.smoothedLatencyMs ?? 0;
+  const windowBound = latency > 0 ? (state.ceiling * WINDOW_RULES.windowHeadroom * 1000) / latency : Number.POSITIVE_INFINITY;
+  if (state.rate > windowBound) return { ...state, rate: undefined, rateUpdatedAt: now };
+  const seconds = Math.min(1, Math.max(0, now - state.rateUpdatedAt) / 1000);
   if (!paceLimited || seconds === 0) return { ...state, rateUpdatedAt: now };
   const target = state.rateAtThrottle;
   let rate = state.rate;
@@ -233,8 +241,6 @@ function paced(state: WindowState, paceLimited: boolean, now: number): WindowSta
     const growth = WINDOW_RULES.rateProbePerS * 2 ** ((now - probingSince) / WINDOW_RULES.rateProbeDoublingMs);
     rate += rate * growth * seconds;
   }
-  const latency = state.smoothedLatencyMs ?? 0;
-  const windowBound = latency > 0 ? (state.ceiling * WINDOW_RULES.windowHeadroom * 1000) / latency : Number.POSITIVE_INFINITY;
   return { ...state, rate: rate > windowBound ? undefined : rate, rateUpdatedAt: now, probingRateSince: probingSince };
 }
 

@@ -58,6 +58,8 @@ export interface RunJobOptions {
   /** True when the client's limiter adapts (`--adaptive`): the summary then says where it settled. */
   adaptive?: boolean;
   concurrency: number;
+  /** `--rate`, requests/s (0 or absent: no cap): a remembered pace at or above it is not used. */
+  rate?: number;
   /** Process at most this many data rows of the file (the first N). */
   limit?: number | undefined;
   fresh: boolean;
@@ -129,11 +131,16 @@ function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; 
   const limit = Math.min(found.limit, options.concurrency);
   // A floor no higher than a cold start's first window is a cold start.
   if (!found.used && limit <= Math.min(DEFAULT_INITIAL_WINDOW, options.concurrency)) return null;
-  const paced = found.pace === null ? '' : `, paced at ${Math.round(found.pace * 10) / 10} requests/s`;
+  // The pace put `found.limit` requests in flight: a lower --concurrency carries that share of it.
+  // Below --rate, the hard cap holds sends back before a pace could.
+  const scaled = found.pace === null || !(found.limit > 0) ? null : (found.pace * limit) / found.limit;
+  const usable = scaled !== null && Number.isFinite(scaled) && scaled > 0;
+  const pace = usable && (options.rate === undefined || options.rate <= 0 || scaled < options.rate) ? scaled : null;
+  const paced = pace === null ? '' : `, paced at ${Math.round(pace * 10) / 10} requests/s`;
   const at = `adaptive concurrency starts at ${Math.round(limit * 10) / 10} requests in flight${paced}`;
   const run = `run ${found.runId} (job ${found.jobId}) against this partner`;
   return {
-    limit, warm: found.used, pace: found.pace, jobId: found.jobId, runId: found.runId,
+    limit, warm: found.used, pace, jobId: found.jobId, runId: found.runId,
     message: found.used ? `${at}, where ${run} settled` : `${at} and grows fast from there: ${run} got that far without being held back by the partner`,
   };
 }

@@ -161,7 +161,8 @@ export function settledLimitOf(limits: readonly number[]): { limit: number; samp
  */
 export function settledPaceOf(paces: readonly (number | null)[]): number | null {
   const span = settledSpan(paces);
-  const paced = span.filter((pace): pace is number => pace !== null && pace > 0).sort((a, b) => a - b);
+  // A ledger is a file anyone can edit: only finite positive rates count.
+  const paced = span.filter((pace): pace is number => typeof pace === 'number' && Number.isFinite(pace) && pace > 0).sort((a, b) => a - b);
   return paced.length === 0 || paced.length * 2 < span.length ? null : (paced[Math.ceil(paced.length / 2) - 1] as number);
 }
 

@@ -67,6 +67,24 @@ describe('createWindowState', () => {
     expect(state.probingRateSince).toBeUndefined();
   });
 
+  it('a paced start keeps the remembered rate as the highest the partner accepted', () => {
+    expect(createWindowState(32, 0, 8, 40).peakAcceptedRate).toBe(40);
+  });
+
+  it('a remembered pace this run\'s window cannot carry ends at the first answer, held back or not', () => {
+    // Ceiling 8 at 200 ms carries at most 8 × 2 (headroom) / 0.2 s = 80 requests/s.
+    const s = nextWindowState(createWindowState(8, 0, 8, 200), ok({ sentAt: 0, latencyMs: 200, inFlightAtSend: 8, paceLimited: false }), 300);
+    expect(s.rate).toBeUndefined();
+  });
+
+  it('time without answers before the first one (the run starting) counts as one second at most', () => {
+    const start = { ...createWindowState(32, 0, 8, 40), smoothedLatencyMs: 200 };
+    const late = nextWindowState(start, ok({ sentAt: 29_800, latencyMs: 200, inFlightAtSend: 8, paceLimited: true }), 30_000);
+    const prompt = nextWindowState(start, ok({ sentAt: 800, latencyMs: 200, inFlightAtSend: 8, paceLimited: true }), 1000);
+    expect(late.rate).toBeCloseTo(prompt.rate as number, 10);
+    expect(late.rate).toBeLessThan(42);
+  });
+
   it('a pace below the lowest rate used paces at that rate', () => {
     expect(createWindowState(8, 0, 1, 0.2).rate).toBe(R.minRate);
   });

@@ -109,9 +109,28 @@ describe('adaptive concurrency across jobs', () => {
     db.close();
     // Paced from its first second on, below the cap: the cold start's burst of 429s is not repeated.
     expect(firstSample).not.toBeNull();
-    expect(firstSample).toBeLessThanOrEqual(pace);
+    expect(firstSample).toBeLessThanOrEqual(pace * 1.1); // back at the pace after a second, then probing slowly
     expect(cold).toBeGreaterThan(10);
     expect(warmRun).toBeLessThan(cold / 3);
+
+    // A lower --concurrency carries that share of the pace; a pace at or above --rate is not used.
+    // Each on a copy of the ledger as it is now, so that both start from run 2.
+    const summary = logLines(second.stderr).find((l) => l.event === 'summary') as LogLine & { settled_limit: number; settled_pace: number };
+    const copy = (name: string): string => {
+      const path = tmp.path(name);
+      const source = new Database(tmp.path('l.db'), { readonly: true });
+      source.exec(`VACUUM INTO '${path}'`);
+      source.close();
+      return path;
+    };
+    const [narrowLedger, cappedLedger] = [copy('narrow.db'), copy('capped.db')];
+    // (At 50 ms, 20 requests/s put about 1 in flight: --concurrency 1 is the one below it.)
+    const narrow = await run(files.third, sandbox.url, ['--concurrency', '1', '--limit', '10', '--ledger', narrowLedger]);
+    const scaled = logLines(narrow.stderr).filter((l) => l.event === 'warm_start');
+    expect(scaled).toEqual([expect.objectContaining({ limit: 1, from_run: 2 })]);
+    expect(scaled[0]?.pace).toBeCloseTo(summary.settled_pace / summary.settled_limit, 6);
+    const capped = await run(files.third, sandbox.url, ['--rate', '2', '--limit', '10', '--ledger', cappedLedger]);
+    expect(logLines(capped.stderr).filter((l) => l.event === 'warm_start')).toEqual([expect.objectContaining({ warm: true, pace: null, from_run: 2 })]);
   });
 
   it('a resumed job starts where its own last run settled', async () => {
