@@ -226,7 +226,8 @@ function partnerSentence(report: Report): string {
   if (p.settled_limit === null) {
     return `No per-second samples in this ledger (a run of an older quote-batch, or none yet), so the limit over time is unknown; ${share}`;
   }
-  return `Run ${p.settled_run_id ?? '–'} settled at ${formatFixed(p.settled_limit, 0)} requests in flight (the median limit of its last ${formatInteger(p.settled_samples)} seconds); `
+  const paced = p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s since the partner's 429s (about its rate limit)`;
+  return `Run ${p.settled_run_id ?? '–'} settled at ${formatFixed(p.settled_limit, 0)} requests in flight (the median limit of its last ${formatInteger(p.settled_samples)} seconds)${paced}; `
     + `the limit peaked at ${formatFixed(p.limit_max, 0)} and requests in flight at ${formatFixed(p.in_flight_max, 0)}. ${share}`;
 }
 

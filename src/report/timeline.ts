@@ -175,16 +175,16 @@ function settledSpan<T>(samples: readonly T[]): T[] {
  * Where the limit settled in a job (the report's figure): in its latest run with a minute of
  * samples, else in the run with the most. (Where `run` starts: {@link readStartingLimit}.)
  */
-export function readSettledLimit(db: Db, jobId: number): { runId: number; limit: number; samples: number } | null {
+export function readSettledLimit(db: Db, jobId: number): { runId: number; limit: number; samples: number; pace: number | null } | null {
   const perRun = db.prepare('SELECT run_id, COUNT(*) AS n FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) GROUP BY run_id ORDER BY run_id')
     .all(jobId) as { run_id: number; n: number }[];
   const run = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
     ?? perRun.reduce<{ run_id: number; n: number } | undefined>((best, r) => (best === undefined || r.n >= best.n ? r : best), undefined);
   if (run === undefined) return null;
-  const limits = db.prepare('SELECT concurrency_limit FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms')
-    .pluck().all(run.run_id) as number[];
-  const settled = settledLimitOf(limits);
-  return settled === null ? null : { runId: run.run_id, ...settled };
+  const samples = db.prepare('SELECT concurrency_limit AS lim, pace_rate AS pace FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms')
+    .all(run.run_id) as { lim: number; pace: number | null }[];
+  const settled = settledLimitOf(samples.map((x) => x.lim));
+  return settled === null ? null : { runId: run.run_id, ...settled, pace: settledPaceOf(samples.map((x) => x.pace)) };
 }
 
 /**
@@ -241,6 +241,7 @@ export function readPartner(db: Db, jobId: number): ReportPartner {
     settled_limit: settled?.limit ?? null,
     settled_run_id: settled?.runId ?? null,
     settled_samples: settled?.samples ?? 0,
+    settled_pace: settled?.pace ?? null,
     limit_max: all.max_limit,
     in_flight_max: all.max_in_flight,
     attempts: answers.attempts,

@@ -239,6 +239,12 @@ export interface ReportPartner {
   settled_run_id: number | null;
   /** Samples `settled_limit` is the median of. */
   settled_samples: number;
+  /**
+   * The pace (requests/s) `settled_run_id` settled at: the median (nearest-rank) `pace_rate` of the
+   * same samples, when it was pacing in at least half of them (after the partner's 429s: about its
+   * rate limit); null otherwise, and for samples of a quote-batch before schema version 4.
+   */
+  settled_pace: number | null;
   /** Highest `concurrency_limit` and `in_flight` of any sample. */
   limit_max: number | null;
   in_flight_max: number | null;

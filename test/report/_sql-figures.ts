@@ -146,9 +146,15 @@ export function partnerBySql(db: Db, jobId: number) {
   const long = perRun.filter((r) => r.n >= 60);
   const chosen = long.length > 0 ? long[long.length - 1] : [...perRun].sort((a, b) => b.n - a.n || b.run_id - a.run_id)[0];
   let limits: number[] = [];
+  let paces: number[] = [];
   if (chosen !== undefined) {
-    const all = db.prepare('SELECT concurrency_limit FROM run_samples WHERE run_id = ? ORDER BY elapsed_ms').pluck().all(chosen.run_id) as (number | null)[];
-    limits = all.slice(-Math.max(10, Math.ceil(all.length / 4))).filter((v): v is number => v !== null).sort((a, b) => a - b);
+    const all = db.prepare('SELECT concurrency_limit AS lim, pace_rate AS pace FROM run_samples WHERE run_id = ? ORDER BY elapsed_ms')
+      .all(chosen.run_id) as { lim: number | null; pace: number | null }[];
+    const last = all.slice(-Math.max(10, Math.ceil(all.length / 4)));
+    limits = last.flatMap((x) => (x.lim === null ? [] : [x.lim])).sort((a, b) => a - b);
+    // The pace: only when it was pacing in at least half of those samples.
+    const paced = last.flatMap((x) => (x.pace === null ? [] : [x.pace])).sort((a, b) => a - b);
+    paces = paced.length * 2 >= last.length ? paced : [];
   }
   const attempts = one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ?', jobId);
   const throttled = one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ? AND http_status = 429', jobId);
@@ -157,6 +163,7 @@ export function partnerBySql(db: Db, jobId: number) {
     settled_limit: limits.length === 0 ? null : limits[Math.ceil(limits.length / 2) - 1],
     settled_run_id: chosen?.run_id ?? null,
     settled_samples: limits.length,
+    settled_pace: paces.length === 0 ? null : paces[Math.ceil(paces.length / 2) - 1],
     limit_max: one<number | null>(db, `SELECT MAX(concurrency_limit) FROM run_samples WHERE ${ofJob}`, jobId),
     in_flight_max: one<number | null>(db, `SELECT MAX(in_flight) FROM run_samples WHERE ${ofJob}`, jobId),
     attempts,

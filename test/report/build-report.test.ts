@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import {
-  buildReport, computeHistogram, computeStats, flattenFigures, percentileOf, renderCsv, renderTable, resolveJobId,
-  DEFAULT_TABLE_WIDTH as TABLE_WIDTH, type Report,
+  buildReport, computeHistogram, computeStats, flattenFigures, percentileOf, readProblemRows, renderCsv, renderHtml, renderTable,
+  resolveJobId, DEFAULT_TABLE_WIDTH as TABLE_WIDTH, type Report,
 } from '../../src/report/index.js';
 import { QuoteBatchError } from '../../src/errors.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
@@ -194,6 +194,37 @@ describe('buildReport on the mixed-job ledger', () => {
     }
     expect(byName.get('rows.by_state.succeeded')).toBe(String(report.rows.by_state.succeeded));
     expect(byName.get('latency_ms.quote.p90')).toBe(String(report.latency_ms.quote.p90));
+  });
+});
+
+describe('buildReport on a run that paced (a partner with a rate cap)', () => {
+  it.each<[string, (second: number) => number | null, number | null]>([
+    // The settled run's paces swing about 20 requests/s: the median of its last samples.
+    ['paced throughout', (second) => 19 + (second % 3), 20],
+    // Paced in fewer than half of the samples the limit comes from: no pace is claimed.
+    ['paced only now and then', (second) => (second % 3 === 0 ? 20 : null), null],
+  ])('%s: settled_pace as by SQL, and the table and the HTML say it', (_label, paceAt, expected) => {
+    const t = createTempLedger();
+    try {
+      const fixture = buildMixedJob(t.db);
+      const run = buildReport(t.db, fixture.jobId).partner.settled_run_id;
+      const update = t.db.prepare('UPDATE run_samples SET pace_rate = ? WHERE run_id = ? AND elapsed_ms = ?');
+      const seconds = t.db.prepare('SELECT elapsed_ms FROM run_samples WHERE run_id = ?').pluck().all(run) as number[];
+      for (const ms of seconds) update.run(paceAt(ms / 1000), run, ms);
+      const report = expectReportMatchesSql(t, fixture.jobId);
+      expect(report.partner.settled_pace).toBe(expected);
+      const table = renderTable(report, { width: 200 });
+      const html = renderHtml(report, readProblemRows(t.db, fixture.jobId));
+      if (expected === null) {
+        expect(table).not.toMatch(/paced at/);
+        expect(html).not.toMatch(/paced at/);
+      } else {
+        expect(table).toMatch(/Partner's limit: settled at \d+ requests in flight, paced at 20\.0 requests\/s/);
+        expect(html).toContain('paced at 20.0 requests/s since the partner');
+      }
+    } finally {
+      t.remove();
+    }
   });
 });
 
