@@ -183,8 +183,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     if (start !== null) {
       logger.info(start.message, { event: 'warm_start', limit: start.limit, warm: start.warm, pace: start.pace, from_job: start.jobId, from_run: start.runId });
     }
-    const startAt = start === null ? null : { limit: start.limit, warm: start.warm, pace: start.pace };
-    const target = await options.connect({ onEvent: (event) => forward(event), startAt });
+    const target = await options.connect({ onEvent: (event) => forward(event), startAt: start });
     try {
       job ??= ledger.createJob({
         input_path: options.inputPath,
