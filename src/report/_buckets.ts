@@ -1,4 +1,4 @@
-/** Time buckets shared by the report's over-time figures. */
+/** Time buckets shared by the report's over-time figures, and the small helpers (SQL, rounding, percentiles) its modules share. */
 
 /** Most buckets an over-time figure has: a bar every 9 px or so of a chart. */
 export const MAX_TIME_BUCKETS = 60;
@@ -22,4 +22,10 @@ export const sqlList = (values: readonly string[]): string => values.map((v) => 
 export function round(value: number, decimals: number): number {
   const f = 10 ** decimals;
   return Math.round(value * f) / f;
+}
+
+/** Nearest-rank percentile of ascending `sorted` (non-empty): the value at 1-based rank ceil(p·n). */
+export function percentileOf(sorted: readonly number[], p: number): number {
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1] as number;
 }

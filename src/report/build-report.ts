@@ -5,7 +5,7 @@
 import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import { ROW_STATES, type RowState } from '../ledger/index.js';
-import { bucketSecondsFor, epochMsSql, round, sqlList } from './_buckets.js';
+import { bucketSecondsFor, epochMsSql, percentileOf, round, sqlList } from './_buckets.js';
 import { niceStep, tidy } from './_nice.js';
 import { readErrorGroups } from './row-errors.js';
 import { readPartner, readTimeline } from './timeline.js';
@@ -215,12 +215,6 @@ function readRuns(db: Db, jobId: number): ReportRun[] {
 }
 
 // --- statistics -----------------------------------------------------------------------------
-
-/** Nearest-rank percentile of ascending `sorted` (non-empty): the value at 1-based rank ceil(p·n). */
-export function percentileOf(sorted: readonly number[], p: number): number {
-  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
-  return sorted[Math.min(rank, sorted.length) - 1] as number;
-}
 
 /** {@link Stats} of ascending `sorted`. */
 export function computeStats(sorted: readonly number[]): Stats {

@@ -5,7 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { RunStatus } from '../ledger/index.js';
-import { bucketSecondsFor, epochMsSql, round, sqlList } from './_buckets.js';
+import { bucketSecondsFor, epochMsSql, percentileOf, round, sqlList } from './_buckets.js';
 import {
   DONE_STATES, type ReportPartner, type ReportTimeline, type ReportTimelineBucket, type ReportTimelineSegment,
 } from './types.js';
@@ -149,7 +149,7 @@ export function settledLimitOf(limits: readonly number[]): { limit: number; samp
   if (limits.length === 0) return null;
   const last = settledSpan(limits).sort((a, b) => a - b);
   // Nearest-rank median, like every percentile of the report: a limit that occurred.
-  return { limit: last[Math.ceil(last.length / 2) - 1] as number, samples: last.length };
+  return { limit: percentileOf(last, 50), samples: last.length };
 }
 
 /**
@@ -163,7 +163,7 @@ export function settledPaceOf(paces: readonly (number | null)[]): number | null 
   const span = settledSpan(paces);
   // A ledger is a file anyone can edit: only finite positive rates count.
   const paced = span.filter((pace): pace is number => typeof pace === 'number' && Number.isFinite(pace) && pace > 0).sort((a, b) => a - b);
-  return paced.length === 0 || paced.length * 2 < span.length ? null : (paced[Math.ceil(paced.length / 2) - 1] as number);
+  return paced.length === 0 || paced.length * 2 < span.length ? null : percentileOf(paced, 50);
 }
 
 /** The samples a run's settled figures are taken from: its last quarter, at least its last 10. */
