@@ -1,4 +1,5 @@
-/** Time buckets shared by the report's over-time figures, and the small helpers (SQL, rounding, percentiles) its modules share. */
+/** Time buckets shared by the report's over-time figures, and the small helpers (SQL, rounding, percentiles, whether a run was paced) its modules share. */
+import type { ReportTimeline } from './types.js';
 
 /** Most buckets an over-time figure has: a bar every 9 px or so of a chart. */
 export const MAX_TIME_BUCKETS = 60;
@@ -28,4 +29,9 @@ export function round(value: number, decimals: number): number {
 export function percentileOf(sorted: readonly number[], p: number): number {
   const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
   return sorted[Math.min(rank, sorted.length) - 1] as number;
+}
+
+/** True when some run of the timeline was paced: the partner answered 429s and the limiter paced its sends. */
+export function timelinePaced(timeline: ReportTimeline): boolean {
+  return timeline.segments.some((s) => s.buckets.some((b) => b.pace_rate !== null));
 }

@@ -3,7 +3,7 @@
  * room for its own time only, and the pause before the next run is a narrow shaded band labelled
  * with its length. Ticks fall on round clock times (UTC).
  */
-import { READABLE_SECONDS } from './_buckets.js';
+import { READABLE_SECONDS, timelinePaced } from './_buckets.js';
 import { formatDuration } from './_text.js';
 import {
   emptyChart, escapeHtml, formatCompact, frame, fx, M, niceScale, PLOT_H, W, xAxis, yAxis, type Scale,
@@ -22,6 +22,7 @@ export const SERIES_COLORS = {
   inFlight: '#4c78a8',
   throughput: '#54a24b',
   throttled: '#f2a09f',
+  pace: '#7a4fa3',
 } as const;
 
 /** Where each run and bucket is drawn. */
@@ -188,19 +189,26 @@ export function renderConcurrencyChart(timeline: ReportTimeline, settled: number
   return frame(chart, title, body);
 }
 
-/** Rows per second (line, left scale) and the share of answers that were 429s (bars, right scale, %). */
+/**
+ * Rows per second (line, left scale) and the share of answers that were 429s (bars, right scale, %).
+ * When the run was paced, the pace too (dashed, requests per second on the left scale): where the
+ * limiter held the partner's rate limit, and when that limit moved.
+ */
 export function renderThroughputChart(timeline: ReportTimeline): string {
   const chart = 'throughput';
   const title = 'Throughput and 429 answers over time';
   if (!hasSamples(timeline)) return emptyChart(chart, title, NO_SAMPLES);
   const all = timeline.segments.flatMap((s) => s.buckets);
+  const paced = timelinePaced(timeline);
   const share = (b: ReportTimelineBucket): number => (b.attempts === 0 ? 0 : (100 * b.throttled) / b.attempts);
-  const rate = niceScale(Math.max(...all.map((b) => b.rows_per_second ?? 0)));
+  const rate = niceScale(Math.max(...all.map((b) => Math.max(b.rows_per_second ?? 0, b.pace_rate ?? 0))));
   const shareScale = niceScale(Math.max(1, ...all.map(share)), { integer: true });
   const axis = new TimeAxis(timeline, M.rightScale);
-  let body = yAxis(rate, 'left', 'rows / s') + yAxis(shareScale, 'right', '429s, % of answers', (v) => `${formatCompact(v)}%`);
+  let body = yAxis(rate, 'left', paced ? 'rows / s · pace, requests / s' : 'rows / s')
+    + yAxis(shareScale, 'right', '429s, % of answers', (v) => `${formatCompact(v)}%`);
   body += bars(axis, shareScale, share, SERIES_COLORS.throttled, (b, v) => `${b.throttled} of ${b.attempts} answers were 429 (${v.toFixed(1)}%)`);
   body += linePath(axis, rate, (b) => b.rows_per_second, SERIES_COLORS.throughput, 'rows-per-second');
+  if (paced) body += linePath(axis, rate, (b) => b.pace_rate, SERIES_COLORS.pace, 'pace');
   body += axis.render();
   return frame(chart, title, body);
 }

@@ -5,6 +5,7 @@
  * an 800 px window to a laptop screen: charts and tables go to one column, long text wraps.
  */
 import { ROW_STATES, type RowState } from '../ledger/index.js';
+import { timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
 import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
 import {
@@ -57,6 +58,7 @@ svg .axis-line, svg .tick { stroke: #8c959f; stroke-width: 1; }
 svg .gap { fill: #eef1f4; }
 svg .settled { stroke: var(--ink); stroke-width: 1; stroke-dasharray: 5 4; }
 svg .settled-label { font-size: 11px; fill: var(--ink); }
+svg path.pace { stroke-dasharray: 6 4; }
 svg .empty { font-size: 14px; fill: var(--muted); }
 .tables > div { min-width: 0; }
 .tables > div.wide { grid-column: 1 / -1; }
@@ -111,7 +113,9 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
   const partnerCharts = [
     figure('Requests in flight and the limit', keys([[SERIES_COLORS.limit, 'concurrency limit'], [SERIES_COLORS.inFlight, 'in flight'], ['#1f2328', 'settled limit (dashed)']]),
       renderConcurrencyChart(report.timeline, partner.settled_limit), true),
-    figure('Throughput and 429s', keys([[SERIES_COLORS.throughput, 'rows / s (left)'], [SERIES_COLORS.throttled, '429s, % of answers (right)']]),
+    figure('Throughput and 429s', keys([[SERIES_COLORS.throughput, 'rows / s (left)'],
+      ...(timelinePaced(report.timeline) ? [[DASHED_PACE_KEY, 'pace, requests / s (left)'] as [string, string]] : []),
+      [SERIES_COLORS.throttled, '429s, % of answers (right)']]),
       renderThroughputChart(report.timeline), true),
   ];
   const latencyCharts = ATTEMPT_KINDS.filter((k) => report.latency_ms[k].count > 0).map((kind) => figure(
@@ -235,7 +239,10 @@ function usd(value: number | null): string {
   return value === null ? '–' : `$${formatFixed(value, 2)}`;
 }
 
-/** A legend: a short coloured line and a label per series. */
+/** The legend's mark of the dashed pace line. */
+const DASHED_PACE_KEY = `repeating-linear-gradient(90deg, ${SERIES_COLORS.pace} 0 5px, transparent 5px 8px)`;
+
+/** A legend: a short coloured line (a CSS background) and a label per series. */
 function keys(items: readonly [string, string][]): string {
   return items.map(([color, label]) => `<span class="key"><i style="background:${color}"></i>${escapeHtml(label)}</span>`).join('');
 }

@@ -5,6 +5,7 @@
  */
 import { formatErrorGroupLines } from '../error-groups.js';
 import { ROW_STATES } from '../ledger/index.js';
+import { timelinePaced } from './_buckets.js';
 import {
   cleanText, formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
   truncateStart, truncateText,
@@ -128,6 +129,8 @@ function partnerLines(report: Report, width: number): string[] {
     ['rows / s', (b) => b.rows_per_second],
     ['429s / s', (b) => (b.samples === 0 ? null : b.throttled / b.samples)],
   ];
+  // The pace only for a run that was paced: a row of blanks says nothing.
+  if (timelinePaced(report.timeline)) series.splice(2, 0, ['pace, requests / s', (b) => b.pace_rate]);
   for (const [label, value] of series) {
     const values = segments.map((s) => s.buckets.map(value));
     const max = Math.max(0, ...values.flat().map((v) => v ?? 0));

@@ -39,12 +39,17 @@ interface BucketSums {
   limitSum: number;
   limitCount: number;
   inFlightSum: number;
+  paceSum: number;
+  paceCount: number;
   attempts: number;
   throttled: number;
   errors: number;
   rowsDone: number;
   coveredMs: number;
 }
+
+/** A ledger is a file anyone can edit: only finite positive rates are paces. */
+const isPace = (pace: unknown): pace is number => typeof pace === 'number' && Number.isFinite(pace) && pace > 0;
 
 const parse = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
 /** ISO text of `ms` for comparing with the ledger's ISO columns (an infinite bound: after every time). */
@@ -77,7 +82,7 @@ export function readTimeline(db: Db, jobId: number): ReportTimeline {
   const w = bucketSeconds * 1000;
 
   const sums = spans.map((s) => Array.from({ length: Math.floor((s.end - s.start) / w) + 1 }, (): BucketSums => ({
-    rowsCompleted: 0, samples: 0, limitSum: 0, limitCount: 0, inFlightSum: 0, attempts: 0, throttled: 0, errors: 0, rowsDone: 0, coveredMs: 0,
+    rowsCompleted: 0, samples: 0, limitSum: 0, limitCount: 0, inFlightSum: 0, paceSum: 0, paceCount: 0, attempts: 0, throttled: 0, errors: 0, rowsDone: 0, coveredMs: 0,
   })));
   const at = (i: number, ms: number): BucketSums => {
     const buckets = sums[i] as BucketSums[];
@@ -98,10 +103,10 @@ export function readTimeline(db: Db, jobId: number): ReportTimeline {
 
   const index = new Map(spans.map((s, i) => [s.run.id, i]));
   let previous = { run: -1, elapsed: 0 };
-  for (const [runId, sampleAt, elapsed, limit, inFlight, attempts, throttled, errors, rowsDone] of db.prepare(
-    `SELECT run_id, at, elapsed_ms, concurrency_limit, in_flight, attempts, throttled, errors, rows_done FROM run_samples
+  for (const [runId, sampleAt, elapsed, limit, inFlight, attempts, throttled, errors, rowsDone, pace] of db.prepare(
+    `SELECT run_id, at, elapsed_ms, concurrency_limit, in_flight, attempts, throttled, errors, rows_done, pace_rate FROM run_samples
      WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) ORDER BY run_id, elapsed_ms`,
-  ).raw().iterate(jobId) as Iterable<[number, string, number, number | null, number, number, number, number, number]>) {
+  ).raw().iterate(jobId) as Iterable<[number, string, number, number | null, number, number, number, number, number, number | null]>) {
     const i = index.get(runId);
     if (i === undefined) continue;
     // A sample covers the time since the run's previous one (its first, since the run started);
@@ -115,6 +120,10 @@ export function readTimeline(db: Db, jobId: number): ReportTimeline {
       b.limitCount += 1;
     }
     b.inFlightSum += inFlight;
+    if (isPace(pace)) {
+      b.paceSum += pace;
+      b.paceCount += 1;
+    }
     b.attempts += attempts;
     b.throttled += throttled;
     b.errors += errors;
@@ -136,6 +145,7 @@ export function readTimeline(db: Db, jobId: number): ReportTimeline {
       throttled: b.throttled,
       errors: b.errors,
       rows_per_second: b.coveredMs === 0 ? null : round((1000 * b.rowsDone) / b.coveredMs, 2),
+      pace_rate: b.paceCount === 0 ? null : round(b.paceSum / b.paceCount, 2),
     })),
   }));
   return { bucket_seconds: bucketSeconds, segments, rows_outside_runs: completed - attributed };
@@ -161,8 +171,7 @@ export function settledLimitOf(limits: readonly number[]): { limit: number; samp
  */
 export function settledPaceOf(paces: readonly (number | null)[]): number | null {
   const span = settledSpan(paces);
-  // A ledger is a file anyone can edit: only finite positive rates count.
-  const paced = span.filter((pace): pace is number => typeof pace === 'number' && Number.isFinite(pace) && pace > 0).sort((a, b) => a - b);
+  const paced = span.filter(isPace).sort((a, b) => a - b);
   return paced.length === 0 || paced.length * 2 < span.length ? null : percentileOf(paced, 50);
 }
 

@@ -196,6 +196,12 @@ export interface ReportTimelineBucket {
   errors: number;
   /** Rows done in the samples ÷ the seconds the samples cover, 2 decimals. */
   rows_per_second: number | null;
+  /**
+   * Mean pacing rate (requests/s) of the samples that were paced, 2 decimals: how fast the limiter
+   * let requests leave once the partner had answered 429s. Null when none was (no 429s yet, a
+   * partner without a rate cap, `--no-adaptive`, a ledger written before quote-batch kept the pace).
+   */
+  pace_rate: number | null;
 }
 
 /** One run on the time axis: from its start to its end, in buckets of `bucket_seconds`. */

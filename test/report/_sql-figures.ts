@@ -186,3 +186,30 @@ export function completionTimesBySql(db: Db, jobId: number): number[] {
   return (db.prepare(`SELECT updated_at FROM rows WHERE job_id = ? AND state NOT IN ('pending', 'in_flight')`).pluck().all(jobId) as string[])
     .map((t) => Date.parse(t));
 }
+
+/**
+ * The mean pace of each timeline bucket by SQL, per run in run order: a sample belongs to the bucket
+ * its middle falls in (it covers the time since the run's previous sample), clamped to the run's
+ * buckets; only samples with a pace count, and a bucket with none has null.
+ */
+export function bucketPacesBySql(
+  db: Db, timeline: { bucket_seconds: number; segments: readonly { run_id: number; start: string; buckets: readonly unknown[] }[] },
+): (number | null)[][] {
+  const w = timeline.bucket_seconds * 1000;
+  const samples = db.prepare(`
+    SELECT at, elapsed_ms - COALESCE(LAG(elapsed_ms) OVER (ORDER BY elapsed_ms), 0) AS covered, pace_rate AS pace
+    FROM run_samples WHERE run_id = ?`);
+  return timeline.segments.map((segment) => {
+    const start = Date.parse(segment.start);
+    const last = segment.buckets.length - 1;
+    const sums = segment.buckets.map(() => ({ sum: 0, n: 0 }));
+    for (const { at, covered, pace } of samples.all(segment.run_id) as { at: string; covered: number; pace: number | null }[]) {
+      if (pace === null) continue;
+      const bucket = sums[Math.min(Math.max(Math.floor((Date.parse(at) - covered / 2 - start) / w), 0), last)];
+      if (bucket === undefined) continue;
+      bucket.sum += pace;
+      bucket.n += 1;
+    }
+    return sums.map((b) => (b.n === 0 ? null : round(b.sum / b.n, 2)));
+  });
+}

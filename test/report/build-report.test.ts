@@ -10,7 +10,7 @@ import { buildEmptyJob } from '../fixtures/report/empty-job.js';
 import { buildHostileData } from '../fixtures/report/hostile-data.js';
 import { createTempLedger, type TempLedger } from './_ledger.js';
 import { groupsFromText } from './_groups.js';
-import { completionTimesBySql, computeFiguresBySql, countBinsBySql, errorRowsBySql, partnerBySql } from './_sql-figures.js';
+import { bucketPacesBySql, completionTimesBySql, computeFiguresBySql, countBinsBySql, errorRowsBySql, partnerBySql } from './_sql-figures.js';
 
 /** Holds a report against plain SQL: every figure, each histogram bin and completion bucket. */
 function expectReportMatchesSql(t: TempLedger, jobId: number): Report {
@@ -75,6 +75,7 @@ function expectReportMatchesSql(t: TempLedger, jobId: number): Report {
   expect(buckets.reduce((n, b) => n + b.samples, 0)).toBe(partner.samples);
   const sampleAttempts = t.db.prepare('SELECT TOTAL(attempts) FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?)').pluck().get(jobId);
   expect(buckets.reduce((n, b) => n + b.attempts, 0)).toBe(sampleAttempts);
+  expect(timeline.segments.map((s) => s.buckets.map((b) => b.pace_rate))).toEqual(bucketPacesBySql(t.db, timeline));
   for (const segment of timeline.segments) {
     expect(Date.parse(segment.end)).toBeGreaterThanOrEqual(Date.parse(segment.start));
     expect(segment.buckets.length).toBe(Math.floor((Date.parse(segment.end) - Date.parse(segment.start)) / (timeline.bucket_seconds * 1000)) + 1);
@@ -182,6 +183,18 @@ describe('buildReport on the mixed-job ledger', () => {
     expect(partner.throttled).toBeGreaterThan(0);
   });
 
+  it('draws no pace for runs that were never paced', () => {
+    const report = buildReport(t.db, fixture.jobId);
+    expect(report.timeline.segments.flatMap((s) => s.buckets).every((b) => b.pace_rate === null)).toBe(true);
+    const html = renderHtml(report, readProblemRows(t.db, fixture.jobId));
+    expect(html).toContain('class="mark rows-per-second"');
+    expect(html).not.toContain('class="mark pace"');
+    expect(html).not.toMatch(/pace, requests/);
+    const table = renderTable(report, { width: 200 });
+    expect(table).toMatch(/^ {2}rows \/ s /m);
+    expect(table).not.toMatch(/pace/);
+  });
+
   it('renders CSV with one line per figure, each equal to the JSON figure', () => {
     const report = buildReport(t.db, fixture.jobId);
     const records = parse(renderCsv(report), { columns: true }) as { figure: string; value: string }[];
@@ -222,6 +235,17 @@ describe('buildReport on a run that paced (a partner with a rate cap)', () => {
         expect(table).toMatch(/Partner's limit: settled at \d+ requests in flight, paced at 20\.0 requests\/s/);
         expect(html).toContain('paced at 20.0 requests/s since the partner');
       }
+      // Over time, the pace is drawn and sparked wherever the run paced, whether or not it settled at one.
+      const segment = report.timeline.segments.find((s) => s.run_id === run);
+      const paces = segment?.buckets.map((b) => b.pace_rate) ?? [];
+      expect(paces.filter((p) => p !== null).length).toBeGreaterThan(paces.length / 3);
+      for (const pace of paces.filter((p) => p !== null)) expect(pace >= 19 && pace <= 21, `pace ${pace}`).toBe(true);
+      // The job's other run was not paced.
+      expect(report.timeline.segments.filter((s) => s.run_id !== run).flatMap((s) => s.buckets).every((b) => b.pace_rate === null)).toBe(true);
+      expect(html.match(/<path class="mark pace"/g)).toHaveLength(1);
+      expect(html).toContain('pace, requests / s (left)</span>');
+      expect(html).toContain('rows / s · pace, requests / s</text>');
+      expect(table).toMatch(/^ {2}pace, requests \/ s +[▁-█ ]+│[▁-█ ]+ max 2[01]$/m);
     } finally {
       t.remove();
     }

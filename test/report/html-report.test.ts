@@ -136,6 +136,42 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
     });
   }
 
+  it('draws the pace of a run that was paced as a dashed line on the throughput chart, with its key', async () => {
+    const paced = createTempLedger();
+    try {
+      const { jobId } = buildMixedJob(paced.db);
+      const run = buildReport(paced.db, jobId).partner.settled_run_id;
+      // A rate cap of about 20 requests/s found from the run's tenth second on.
+      paced.db.prepare('UPDATE run_samples SET pace_rate = 19 + (elapsed_ms / 1000) % 3 WHERE run_id = ? AND elapsed_ms >= 10000').run(run);
+      const html = renderHtml(buildReport(paced.db, jobId), readProblemRows(paced.db, jobId));
+      const { page } = await openReport(html, 'paced', 800);
+      try {
+        const chart = page.locator('svg[data-chart="throughput"]');
+        // Runs in the page (the test's TypeScript has no DOM types).
+        const line = await chart.locator('path.pace').evaluate((path) => {
+          const box = (path as unknown as { getBBox(): { width: number } }).getBBox();
+          const style = (globalThis as unknown as { getComputedStyle(element: unknown): { strokeDasharray: string } }).getComputedStyle(path);
+          return { width: box.width, dash: style.strokeDasharray };
+        });
+        // From the run's tenth second to its end: most of the chart's width, dashed.
+        expect(line.width).toBeGreaterThan(100);
+        expect(line.dash).not.toBe('none');
+        expect(await chart.locator('.axis-title[data-axis="y"]').textContent()).toBe('rows / s · pace, requests / s');
+        expect(await page.locator('figure', { has: chart }).locator('figcaption .key').allTextContents())
+          .toEqual(['rows / s (left)', 'pace, requests / s (left)', '429s, % of answers (right)']);
+        const artifacts = process.env.QB_REPORT_ARTIFACTS;
+        if (artifacts !== undefined && artifacts !== '') {
+          mkdirSync(artifacts, { recursive: true });
+          await chart.screenshot({ path: join(artifacts, 'throughput-paced.png') });
+        }
+      } finally {
+        await page.close();
+      }
+    } finally {
+      paced.remove();
+    }
+  });
+
   it('caps the row table with a note that says how to get every row', async () => {
     const { jobId } = mixed;
     const html = renderHtml(buildReport(t.db, jobId), readProblemRows(t.db, jobId, 10));
