@@ -124,13 +124,14 @@ function partnerLines(report: Report, width: number): string[] {
   const segments = report.timeline.segments;
   const per = formatSeconds(report.timeline.bucket_seconds);
   const room = width - 24;
-  const series: [string, (b: ReportTimelineBucket) => number | null][] = [
+  type Series = [string, (b: ReportTimelineBucket) => number | null];
+  const series: Series[] = [
     ['concurrency limit', (b) => b.concurrency_limit],
     ['rows / s', (b) => b.rows_per_second],
+    // The pace only for a run that was paced: a row of blanks says nothing.
+    ...(timelinePaced(report.timeline) ? [['pace, requests / s', (b) => b.pace_rate] as Series] : []),
     ['429s / s', (b) => (b.samples === 0 ? null : b.throttled / b.samples)],
   ];
-  // The pace only for a run that was paced: a row of blanks says nothing.
-  if (timelinePaced(report.timeline)) series.splice(2, 0, ['pace, requests / s', (b) => b.pace_rate]);
   for (const [label, value] of series) {
     const values = segments.map((s) => s.buckets.map(value));
     const max = Math.max(0, ...values.flat().map((v) => v ?? 0));
