@@ -1,6 +1,6 @@
 /**
  * The partner HTTP client: the retry policy of the contract (§5) on top of one keep-alive got
- * instance. Every call returns a classified {@link CallOutcome}; a per-request failure is never
+ * instance, which runs on a thread of its own (`_thread-transport.ts`). Every call returns a classified {@link CallOutcome}; a per-request failure is never
  * thrown, and nothing it returns holds the API key (in any encoding) or got's error objects.
  *
  * Every attempt passes, in order: its operation's circuit breaker (closed, or the single trial
@@ -13,7 +13,8 @@ import type { ZodType } from 'zod';
 import { formatDuration } from '../duration.js';
 import { classifyAnswer, MAX_MESSAGE_LENGTH, readString, type AttemptClass } from './_classify.js';
 import { sleep } from './_sleep.js';
-import { Transport, type RawAttempt } from './_transport.js';
+import { ThreadTransport } from './_thread-transport.js';
+import type { RawAttempt } from './_transport.js';
 import { calculateRetryDelay, parseRetryAfter } from './backoff.js';
 import { assertSafeBaseUrl, displayUrl, joinUrl } from './base-url.js';
 import { CircuitBreaker, type BreakerPermit, type BreakerState } from './circuit-breaker.js';
@@ -145,7 +146,7 @@ class GotPartnerClient implements PartnerClient {
   /** Each operation's URL and its label in messages, made once (got copies the URL it is given). */
   readonly #endpoints: Readonly<Record<AttemptKind, { url: URL; label: string }>>;
   readonly #redactor: Redactor;
-  readonly #transport: Transport;
+  readonly #transport: ThreadTransport;
   readonly #limiter: ConcurrencyLimiter;
   readonly #rate: RateLimiter;
   readonly #breakers: Readonly<Record<BreakerName, CircuitBreaker>>;
@@ -201,7 +202,7 @@ class GotPartnerClient implements PartnerClient {
           : `the partner did not recover within --max-outage (${formatDuration(maxOutageMs)}; ${what} failing for ${formatDuration(b.outageMs())})`);
       }, { once: true });
     }
-    this.#transport = new Transport({ apiKey: options.apiKey, sockets: concurrency, timeoutMs, maxBodyBytes: positiveInt(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES) });
+    this.#transport = new ThreadTransport({ apiKey: options.apiKey, sockets: concurrency, timeoutMs, maxBodyBytes: positiveInt(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES) });
   }
 
   get halted(): boolean {
