@@ -285,7 +285,7 @@ export class JobRunner {
       signal: this.#halt.signal,
       beforeSend: async () => {
         if (marked) return;
-        await book.write(rowNumber, () => ledger.markInFlight(jobId, rowNumber, agentId, requestJson));
+        await book.write(rowNumber, () => ledger.markInFlight(jobId, rowNumber, agentId, requestJson), true);
         book.transition(current, 'in_flight');
         current = 'in_flight';
         marked = true;
