@@ -13,6 +13,7 @@ import { outputColumns } from '../io.js';
 import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
 import { FixedLimiter } from '../partner/concurrency.js';
 import type { PartnerClient } from '../partner/index.js';
+import { prestartTransportThread } from '../partner/thread-transport.js';
 import { openPartner } from './_connect.js';
 import { parseDurationFlag, parseNumberIn, type RegisterCommand } from './context.js';
 
@@ -79,6 +80,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     });
 
   async function runCommand(input: string, flags: RunFlags): Promise<number> {
+    // The HTTP thread loads got while the run reads its config, mapping, input and ledger.
+    prestartTransportThread();
     const { io } = ctx;
     const config = loadConfig(flags.config, io.cwd);
     const d = config.file.defaults ?? {};

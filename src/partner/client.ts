@@ -1,6 +1,6 @@
 /**
  * The partner HTTP client: the retry policy of the contract (§5) on top of one keep-alive got
- * instance, which runs on a thread of its own (`_thread-transport.ts`). Every call returns a classified {@link CallOutcome}; a per-request failure is never
+ * instance, which runs on a thread of its own (`thread-transport.ts`). Every call returns a classified {@link CallOutcome}; a per-request failure is never
  * thrown, and nothing it returns holds the API key (in any encoding) or got's error objects.
  *
  * Every attempt passes, in order: its operation's circuit breaker (closed, or the single trial
@@ -13,7 +13,7 @@ import type { ZodType } from 'zod';
 import { formatDuration } from '../duration.js';
 import { classifyAnswer, MAX_MESSAGE_LENGTH, readString, type AttemptClass } from './_classify.js';
 import { sleep } from './_sleep.js';
-import { ThreadTransport } from './_thread-transport.js';
+import { ThreadTransport } from './thread-transport.js';
 import type { RawAttempt } from './_transport.js';
 import { calculateRetryDelay, parseRetryAfter } from './backoff.js';
 import { assertSafeBaseUrl, displayUrl, joinUrl } from './base-url.js';

@@ -7,13 +7,13 @@
  * the main thread, so every call keeps the order the contract needs: the row is marked `in_flight`
  * and committed before its request is handed to the thread.
  *
- * The thread starts with the client (so that got is loaded while the run is still starting) and
- * holds the process open only while a request is out. If it dies, the requests it held may have
- * left: they end as a transport failure after sending (in doubt for a write), and the next request
- * starts a new thread.
+ * Loading got takes the thread a quarter of a second: `run` starts one as soon as it starts
+ * ({@link prestartTransportThread}), and the client adopts it. A thread holds the process open only
+ * while a request is out. If it dies, the requests it held may have left: they end as a transport
+ * failure after sending (in doubt for a write), and the next request starts a new thread.
  */
 import { Worker } from 'node:worker_threads';
-import type { PostMessage } from './_transport-thread.js';
+import type { ThreadMessage } from './_transport-thread.js';
 import type { RawAttempt, TransportOptions } from './_transport.js';
 
 /** The code of a request lost with its thread. */
@@ -22,6 +22,26 @@ export const THREAD_LOST = 'ERR_HTTP_THREAD';
 interface Reply {
   id: number;
   raw: RawAttempt;
+}
+
+interface Thread {
+  worker: Worker;
+  /** True once the thread runs: before, nothing handed to it can have left. */
+  online: boolean;
+  /** Why it ended, when it failed. */
+  failure: string | undefined;
+}
+
+/** A thread started ahead of its client, loading got meanwhile. */
+let spare: Thread | undefined;
+
+/**
+ * Starts an HTTP thread now, for the next client to adopt: the seconds' fraction got takes to load
+ * then passes while the run reads its mapping, ledger and input, not before its first request.
+ * The thread holds no key until a client adopts it, and does not keep the process alive.
+ */
+export function prestartTransportThread(): void {
+  spare ??= spawn();
 }
 
 /**
@@ -33,15 +53,35 @@ function threadEntry(): URL {
   return here.endsWith('.ts') ? new URL('../../dist/partner/_transport-thread.js', here) : new URL('./_transport-thread.js', here);
 }
 
+function spawn(entry = threadEntry()): Thread {
+  const worker = new Worker(entry);
+  const thread: Thread = { worker, online: false, failure: undefined };
+  worker.unref();
+  worker.once('online', () => {
+    thread.online = true;
+  });
+  worker.on('error', (error) => {
+    thread.failure = error.message;
+  });
+  // A spare that dies before a client adopts it is not adopted.
+  worker.once('exit', () => {
+    if (spare === thread) spare = undefined;
+  });
+  return thread;
+}
+
 export class ThreadTransport {
   readonly #options: TransportOptions;
-  #thread: { worker: Worker; online: boolean } | undefined;
+  /** The thread's entry when not the real one (tests); such a transport adopts no spare. */
+  readonly #entry: URL | undefined;
+  #thread: Thread | undefined;
   readonly #pending = new Map<number, (raw: RawAttempt) => void>();
   #nextId = 0;
   #closed = false;
 
-  constructor(options: TransportOptions) {
+  constructor(options: TransportOptions, entry?: URL) {
     this.#options = options;
+    this.#entry = entry;
     this.#thread = this.#start();
   }
 
@@ -49,13 +89,13 @@ export class ThreadTransport {
   post(url: URL, payload: string): Promise<RawAttempt> {
     if (this.#closed) return Promise.resolve(lost('the partner client is closed', false));
     const thread = this.#thread ?? (this.#thread = this.#start());
-    // Only a request in flight keeps the process alive (as a socket of an in-process client would).
+    // Only a request out keeps the process alive (as a socket of an in-process client would).
     if (this.#pending.size === 0) thread.worker.ref();
     const id = this.#nextId;
     this.#nextId += 1;
     return new Promise<RawAttempt>((resolve) => {
       this.#pending.set(id, resolve);
-      thread.worker.postMessage({ id, url: url.href, payload } satisfies PostMessage);
+      thread.worker.postMessage({ type: 'post', id, url: url.href, payload } satisfies ThreadMessage);
     });
   }
 
@@ -65,27 +105,26 @@ export class ThreadTransport {
     void this.#thread?.worker.terminate();
   }
 
-  #start(): { worker: Worker; online: boolean } {
-    const worker = new Worker(threadEntry(), { workerData: this.#options });
-    const thread = { worker, online: false };
-    let failure = 'it exited';
-    worker.unref();
-    worker.on('online', () => {
-      thread.online = true;
-    });
+  /** Adopts the spare thread, or starts one, and hands it the transport's options. */
+  #start(): Thread {
+    let thread: Thread;
+    if (this.#entry !== undefined) thread = spawn(this.#entry);
+    else {
+      thread = spare ?? spawn();
+      spare = undefined;
+    }
+    const { worker } = thread;
+    worker.postMessage({ type: 'configure', options: this.#options } satisfies ThreadMessage);
     worker.on('message', (reply: Reply) => {
       const settle = this.#pending.get(reply.id);
       this.#pending.delete(reply.id);
       if (this.#pending.size === 0) worker.unref();
       settle?.(reply.raw);
     });
-    worker.on('error', (error) => {
-      failure = error.message;
-    });
-    worker.on('exit', () => {
+    worker.once('exit', () => {
       if (this.#thread === thread) this.#thread = undefined;
-      // Before the thread ran, nothing it was given can have left.
-      const raw = lost(this.#closed ? 'the partner client was closed' : `the HTTP thread stopped (${failure})`, thread.online);
+      const why = this.#closed ? 'the partner client was closed' : `the HTTP thread stopped (${thread.failure ?? 'it exited'})`;
+      const raw = lost(why, thread.online);
       const pending = [...this.#pending.values()];
       this.#pending.clear();
       for (const settle of pending) settle(raw);
