@@ -4,8 +4,7 @@
  * free loopback port.
  */
 import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import {
   loadConfig,
   resolveConnection,
@@ -19,6 +18,7 @@ import type { Io } from '../io.js';
 import type { PartnerClient, PartnerClientOptions } from '../partner/index.js';
 import type { Environment } from '../partner/types.js';
 import { startSandbox } from '../sandbox/index.js';
+import { PACKAGE_ROOT } from '../version.js';
 
 export type { ConnectionFlags } from '../config/index.js';
 
@@ -30,8 +30,6 @@ export interface PartnerConnection {
   embeddedSandbox: boolean;
   close(): Promise<void>;
 }
-
-const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** The agents file of the embedded sandbox: the config's, else `./samples/agents.csv`, else the package's. */
 export function defaultAgentsFile(config: LoadedConfig, cwd: string): string {

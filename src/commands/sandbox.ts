@@ -2,13 +2,13 @@
  * `quote-batch sandbox`: serves the local imitation of the partner API until Ctrl-C / SIGTERM.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { QuoteBatchError } from '../errors.js';
 import {
   DEFAULT_FAULTS, DEFAULT_SANDBOX_API_KEY, DEFAULT_SANDBOX_SEED, parseRpsSchedule, SCHEDULE_SYNTAX, startSandbox, type SandboxFaults,
 } from '../sandbox/index.js';
+import { PACKAGE_ROOT } from '../version.js';
 import { parseCount, parseNumberIn, type RegisterCommand } from './context.js';
 
 interface SandboxFlags {
@@ -35,8 +35,6 @@ interface SandboxFlags {
   capacity?: number;
   queueLimit?: number;
 }
-
-const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** `./samples/agents.csv` in the working directory, else the copy shipped with the package. */
 function defaultAgentsFile(cwd: string): string {

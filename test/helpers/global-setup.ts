@@ -1,8 +1,9 @@
 /**
- * Runs once, before any test file (and again before each re-run in watch mode): compiles `src/`
- * to `dist/` when the build is missing or older than a source file, so that every spawned CLI runs
- * the code under test. Building here and nowhere else matters: a test file that re-ran tsc while
- * another file's CLI process was loading `dist/` could make that process read a half-written module.
+ * Runs once, before any test file (and again before each re-run in watch mode): builds `src/` into
+ * `dist/` and `dist/bundle/` (what `bin/quote-batch.js` runs), as `npm run build` does, when the
+ * build is missing or older than a source file, so that every spawned CLI runs the code under test.
+ * Building here and nowhere else matters: a test file that re-ran the build while another file's
+ * CLI process was loading `dist/` could make that process read a half-written module.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -10,10 +11,11 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { REPO_ROOT } from './cli.js';
 
-const ENTRY = join(REPO_ROOT, 'dist', 'cli.js');
+/** The last outputs of each step: tsc's, then the bundle's. */
+const OUTPUTS = [join(REPO_ROOT, 'dist', 'cli.js'), join(REPO_ROOT, 'dist', 'bundle', 'cli.js')];
 
 function newestSourceMtime(): number {
-  let newest = Math.max(statSync(join(REPO_ROOT, 'tsconfig.json')).mtimeMs, statSync(join(REPO_ROOT, 'tsconfig.build.json')).mtimeMs);
+  let newest = Math.max(...['tsconfig.json', 'tsconfig.build.json', 'scripts/bundle.js'].map((f) => statSync(join(REPO_ROOT, f)).mtimeMs));
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
@@ -25,7 +27,10 @@ function newestSourceMtime(): number {
   return newest;
 }
 
-const isFresh = (): boolean => existsSync(ENTRY) && statSync(ENTRY).mtimeMs >= newestSourceMtime();
+const isFresh = (): boolean => {
+  const newest = newestSourceMtime();
+  return OUTPUTS.every((file) => existsSync(file) && statSync(file).mtimeMs >= newest);
+};
 
 function buildIfStale(): void {
   if (isFresh()) return;
@@ -33,8 +38,10 @@ function buildIfStale(): void {
   const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: REPO_ROOT, encoding: 'utf8' });
   // tsc emits despite type errors (`npm test` type-checks on its own): say so, and go on when it emitted.
   if (result.status !== 0) process.stderr.write(`tsc -p tsconfig.build.json exited ${String(result.status)}:\n${result.stdout}${result.stderr}\n`);
+  const bundle = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'bundle.js')], { cwd: REPO_ROOT, encoding: 'utf8' });
   if (!isFresh()) {
-    throw new Error(`the build did not produce an up-to-date dist/cli.js${result.error ? `: ${result.error.message}` : ''}\n${result.stdout}${result.stderr}`);
+    const said = [result, bundle].map((r) => `${r.error ? `${r.error.message}\n` : ''}${r.stdout}${r.stderr}`).join('');
+    throw new Error(`the build did not produce an up-to-date ${OUTPUTS.join(' and ')}\n${said}`);
   }
 }
 
