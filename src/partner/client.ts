@@ -1,7 +1,8 @@
 /**
  * The partner HTTP client: the retry policy of the contract (§5) on top of one keep-alive got
- * instance, which runs on a thread of its own (`thread-transport.ts`). Every call returns a classified {@link CallOutcome}; a per-request failure is never
- * thrown, and nothing it returns holds the API key (in any encoding) or got's error objects.
+ * instance, which runs on a thread of its own (`thread-transport.ts`). Every call returns a
+ * classified {@link CallOutcome}; a per-request failure is never thrown, and nothing it returns
+ * holds the API key (in any encoding) or got's error objects.
  *
  * Every attempt passes, in order: its operation's circuit breaker (closed, or the single trial
  * while half-open), the concurrency limiter (adaptive or fixed), and the `--rate` cap. While a

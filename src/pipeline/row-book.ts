@@ -4,12 +4,13 @@
  *
  * Durability rules (contract §5): a row is recorded as `pending` (or `invalid`/`duplicate`) when
  * read, marked `in_flight` durably right before its request leaves, and given its outcome when the
- * answer (or the lack of one) is known. Writes of row tasks are committed together in one
- * transaction per event-loop turn: with 64 rows in flight, one commit instead of 128. A task awaits
- * the commit of its write before its request leaves, so `in_flight` is still durable first. A write
- * a request waits for (the mark) is committed as soon as the promise jobs running now are done,
- * with the answers they recorded, rather than after every other answer of the turn: on a busy event
- * loop that wait was the larger part of a request's time on our side.
+ * answer (or the lack of one) is known. Writes of row tasks are committed together, at the end of
+ * the event-loop turn: with 64 rows in flight, one commit instead of 128. A task awaits the commit
+ * of its write before its request leaves, so `in_flight` is still durable first. The first mark of a
+ * turn is committed sooner, as soon as the promise jobs running now are done (with the outcome of
+ * the answer that freed its slot): on a busy event loop, waiting behind every other answer of the
+ * turn was the larger part of a request's time on our side. Only the first: a turn of many answers
+ * (a CPU-bound run) still commits once, where a commit per answer cost a sixth of the CPU.
  *
  * Newly read rows are inserted in batches of up to {@link INSERT_BATCH}, not at every commit: a
  * commit inserts them only when one of its writes concerns a row still waiting to be inserted.
@@ -31,8 +32,8 @@ export class RowBook {
   /** True when a queued write concerns a row not inserted yet. */
   #insertBeforeWrites = false;
   #writeCommit: Promise<void> | null = null;
-  /** True while a commit is due as soon as the running promise jobs are done (see `write`). */
-  #commitDue = false;
+  /** True once this turn's early commit is due or done (see `write`). */
+  #earlyCommitSpent = false;
   #resolveCommit: (() => void) | null = null;
   #rejectCommit: ((error: unknown) => void) | null = null;
   /**
@@ -92,8 +93,9 @@ export class RowBook {
 
   /**
    * Queues a ledger write of row `rowNumber`'s task; resolves once it is committed: at the end of the
-   * event-loop turn, or, when `urgent` (a request waits for it), once the promise jobs running now are
-   * done (a `process.nextTick` queued from a promise job runs after the whole chain of them).
+   * event-loop turn or, for the turn's first `urgent` write (a request waits for it), once the promise
+   * jobs running now are done (a `process.nextTick` queued from a promise job runs after the whole
+   * chain of them).
    */
   write(rowNumber: number, op: () => void, urgent = false): Promise<void> {
     this.#writeQueue.push(op);
@@ -108,11 +110,11 @@ export class RowBook {
       });
       setImmediate(() => this.commitWrites());
     }
-    if (urgent && !this.#commitDue) {
-      this.#commitDue = true;
-      process.nextTick(() => {
-        this.#commitDue = false;
-        this.commitWrites();
+    if (urgent && !this.#earlyCommitSpent) {
+      this.#earlyCommitSpent = true;
+      process.nextTick(() => this.commitWrites());
+      setImmediate(() => {
+        this.#earlyCommitSpent = false;
       });
     }
     return this.#writeCommit;

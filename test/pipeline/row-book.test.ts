@@ -62,12 +62,12 @@ describe('RowBook when a commit fails', () => {
 describe('RowBook commits', () => {
   const tmp = useTempDir('quote-batch-row-book-timing-');
 
-  it('commits a write a request waits for once the running promise jobs are done, with the writes they queued, not at the end of the turn', async () => {
+  it("commits the turn's first write a request waits for once the running promise jobs are done, with the writes they queued; later ones at the end of the turn", async () => {
     const ledger = Ledger.open(tmp.path('urgent.db'));
     const job = ledger.createJob(newJob);
     const { run } = ledger.startRun(job.id, '{}', 'test');
     const book = new RowBook(ledger, job.id, run.id, undefined);
-    for (const n of [1, 2, 3]) book.record(undefined, row(n));
+    for (const n of [1, 2, 3, 4]) book.record(undefined, row(n));
     book.flushInserts();
     let commits = 0;
     const transaction = ledger.db.transaction.bind(ledger.db);
@@ -76,29 +76,38 @@ describe('RowBook commits', () => {
       return transaction(fn);
     }) as typeof ledger.db.transaction;
     const mark = (n: number) => () => ledger.markInFlight(job.id, n, null, null);
-    /** Resolves, once the write is committed, with whether a callback queued for the end of the turn before it has run. */
-    const turnEndedBy = (write: () => Promise<void>): Promise<boolean> => {
+    /** Whether the end of the turn (an I/O callback queued when it began) has come, by the time a write is committed. */
+    const endOfTurn = (): (() => boolean) => {
       let ended = false;
       setImmediate(() => {
         ended = true;
       });
-      return write().then(() => ended);
+      return () => ended;
     };
+    const ended = (turn: () => boolean, written: Promise<void>): Promise<boolean> => written.then(turn);
 
+    let turn = endOfTurn();
     // An answer's outcome (not urgent) and, a few promise jobs later, the next row's mark (urgent).
-    const outcome = turnEndedBy(() => book.write(1, mark(1)));
+    const outcome = ended(turn, book.write(1, mark(1)));
     await Promise.resolve();
     await Promise.resolve();
-    const urgent = turnEndedBy(() => book.write(2, mark(2), true));
-    expect(await urgent).toBe(false);
+    expect(await ended(turn, book.write(2, mark(2), true))).toBe(false);
     expect(await outcome).toBe(false);
     expect(commits).toBe(1); // one commit for both
     expect(ledger.countsByState(job.id).in_flight).toBe(2);
+    // The turn's second one waits for the turn's end: a turn of many answers commits once.
+    expect(await ended(turn, book.write(4, mark(4), true))).toBe(true);
+    expect(commits).toBe(2);
 
     // Without an urgent write, the turn's writes wait for its end.
     await new Promise((resolve) => setImmediate(resolve));
-    expect(await turnEndedBy(() => book.write(3, mark(3)))).toBe(true);
-    expect(commits).toBe(2);
+    turn = endOfTurn();
+    expect(await ended(turn, book.write(3, mark(3)))).toBe(true);
+    expect(commits).toBe(3);
+    // A new turn has its early commit again.
+    await new Promise((resolve) => setImmediate(resolve));
+    turn = endOfTurn();
+    expect(await ended(turn, book.write(1, mark(1), true))).toBe(false);
     ledger.close();
   });
 });
