@@ -53,8 +53,15 @@ function threadEntry(): URL {
   return here.endsWith('.ts') ? new URL('../../dist/partner/_transport-thread.js', here) : new URL('./_transport-thread.js', here);
 }
 
+/**
+ * The thread's young generation, in MB. It holds a few dozen requests' buffers at a time. With V8's
+ * default a 40k-row run peaked about 45 MB above the same run with got on the main thread (264 MB);
+ * with 8 MB, 5–25 MB above it, at no cost to the latency-bound run.
+ */
+const THREAD_YOUNG_GENERATION_MB = 8;
+
 function spawn(entry = threadEntry()): Thread {
-  const worker = new Worker(entry);
+  const worker = new Worker(entry, { resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB } });
   const thread: Thread = { worker, online: false, failure: undefined };
   worker.unref();
   worker.once('online', () => {
