@@ -8,7 +8,7 @@
 // which loads got and nothing else the CLI needs. Code split, so that what a command loads lazily
 // (the partner client, the sandbox, …) stays lazy. better-sqlite3 stays outside: it is a native
 // addon that finds its binary beside its own files. Source maps chain back to src/.
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -21,6 +21,8 @@ await build({
   // The thread's file name is the one src/partner/thread-transport.ts looks for beside itself.
   entryPoints: { cli: 'dist/cli.js', '_transport-thread': 'dist/partner/_transport-thread.js' },
   outdir,
+  // Chunks beside the entries: thread-transport.ts finds the thread's file next to its own chunk.
+  chunkNames: '[name]-[hash]',
   bundle: true,
   splitting: true,
   format: 'esm',
@@ -32,3 +34,5 @@ await build({
   banner: { js: "import { createRequire as __qbCreateRequire } from 'node:module'; const require = __qbCreateRequire(import.meta.url);" },
   logLevel: 'warning',
 });
+// The partner client starts its thread from the file of this name beside the chunk it is in.
+if (!existsSync(join(outdir, '_transport-thread.js'))) throw new Error('scripts/bundle.js: dist/bundle/_transport-thread.js was not written');

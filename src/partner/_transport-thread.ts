@@ -2,15 +2,19 @@
  * The entry of the HTTP thread (see `thread-transport.ts`): one got {@link Transport}, configured by
  * the first message and then fed `{ id, url, payload }` messages, each answered `{ id, raw }`. It
  * holds no policy: retries, the breaker and the limiter stay with the client on the main thread,
- * which reads each `RawAttempt`. Loading this module loads got: that is what a spare thread does
+ * which reads each `RawAttempt`. It says `ready` once it listens: a thread that dies before that
+ * cannot have sent anything. Loading this module loads got: that is what a spare thread does
  * while it waits for its client.
  */
 import { parentPort } from 'node:worker_threads';
-import { describeTransportError, Transport, type TransportOptions } from './_transport.js';
+import { describeTransportError, Transport, type RawAttempt, type TransportOptions } from './_transport.js';
 
 export type ThreadMessage =
   | { type: 'configure'; options: TransportOptions }
   | { type: 'post'; id: number; url: string; payload: string };
+
+/** What the thread posts back: that it is ready (got loaded, listening), then one answer per request. */
+export type ThreadReply = { type: 'ready' } | { type: 'answer'; id: number; raw: RawAttempt };
 
 const port = parentPort;
 if (port === null) throw new Error('_transport-thread.js runs as a worker thread of the partner client');
@@ -18,6 +22,8 @@ if (port === null) throw new Error('_transport-thread.js runs as a worker thread
 let transport: Transport | undefined;
 /** The client posts to three URLs: each is parsed once. */
 const urls = new Map<string, URL>();
+const answer = (id: number, raw: RawAttempt): void => port.postMessage({ type: 'answer', id, raw } satisfies ThreadReply);
+const refused = (detail: string): RawAttempt => ({ type: 'transport', code: 'ERR_HTTP_THREAD', detail, bodySent: false });
 
 port.on('message', (message: ThreadMessage) => {
   if (message.type === 'configure') {
@@ -25,14 +31,22 @@ port.on('message', (message: ThreadMessage) => {
     return;
   }
   const { id } = message;
+  // Nothing leaves on a request the thread cannot make: it is answered, and the thread lives on.
+  if (transport === undefined) return answer(id, refused('the HTTP thread was sent a request before its options'));
   let url = urls.get(message.url);
   if (url === undefined) {
-    url = new URL(message.url);
+    try {
+      url = new URL(message.url);
+    } catch {
+      return answer(id, refused('the HTTP thread was sent an invalid URL'));
+    }
     urls.set(message.url, url);
   }
-  if (transport === undefined) throw new Error('the HTTP thread was sent a request before its options');
   // A request got refuses before sending (it throws) never left: describeTransportError says so.
   transport.post(url, message.payload)
     .catch((error: unknown) => describeTransportError(error))
-    .then((raw) => port.postMessage({ id, raw }), () => {});
+    .then((raw) => answer(id, raw))
+    .catch(() => answer(id, refused('the HTTP thread could not pass the answer back')));
 });
+
+port.postMessage({ type: 'ready' } satisfies ThreadReply);

@@ -13,21 +13,16 @@
  * failure after sending (in doubt for a write), and the next request starts a new thread.
  */
 import { Worker } from 'node:worker_threads';
-import type { ThreadMessage } from './_transport-thread.js';
+import type { ThreadMessage, ThreadReply } from './_transport-thread.js';
 import type { RawAttempt, TransportOptions } from './_transport.js';
 
 /** The code of a request lost with its thread. */
 export const THREAD_LOST = 'ERR_HTTP_THREAD';
 
-interface Reply {
-  id: number;
-  raw: RawAttempt;
-}
-
 interface Thread {
   worker: Worker;
-  /** True once the thread runs: before, nothing handed to it can have left. */
-  online: boolean;
+  /** True once the thread said it listens: before, nothing handed to it can have left. */
+  ready: boolean;
   /** Why it ended, when it failed. */
   failure: string | undefined;
 }
@@ -62,11 +57,12 @@ const THREAD_YOUNG_GENERATION_MB = 8;
 
 function spawn(entry = threadEntry()): Thread {
   const worker = new Worker(entry, { resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB } });
-  const thread: Thread = { worker, online: false, failure: undefined };
-  worker.unref();
-  worker.once('online', () => {
-    thread.online = true;
+  const thread: Thread = { worker, ready: false, failure: undefined };
+  worker.on('message', (reply: ThreadReply) => {
+    if (reply.type === 'ready') thread.ready = true;
   });
+  // After the listener: adding a 'message' listener refs the thread again.
+  worker.unref();
   worker.on('error', (error) => {
     thread.failure = error.message;
   });
@@ -122,16 +118,19 @@ export class ThreadTransport {
     }
     const { worker } = thread;
     worker.postMessage({ type: 'configure', options: this.#options } satisfies ThreadMessage);
-    worker.on('message', (reply: Reply) => {
+    worker.on('message', (reply: ThreadReply) => {
+      if (reply.type !== 'answer') return;
       const settle = this.#pending.get(reply.id);
       this.#pending.delete(reply.id);
       if (this.#pending.size === 0) worker.unref();
       settle?.(reply.raw);
     });
+    // The listener just added refs the thread: only a request out may keep the process alive.
+    worker.unref();
     worker.once('exit', () => {
       if (this.#thread === thread) this.#thread = undefined;
       const why = this.#closed ? 'the partner client was closed' : `the HTTP thread stopped (${thread.failure ?? 'it exited'})`;
-      const raw = lost(why, thread.online);
+      const raw = lost(why, thread.ready);
       const pending = [...this.#pending.values()];
       this.#pending.clear();
       for (const settle of pending) settle(raw);

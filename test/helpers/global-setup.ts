@@ -14,8 +14,9 @@ import { REPO_ROOT } from './cli.js';
 /** The last outputs of each step: tsc's, then the bundle's. */
 const OUTPUTS = [join(REPO_ROOT, 'dist', 'cli.js'), join(REPO_ROOT, 'dist', 'bundle', 'cli.js')];
 
+/** Sources, build settings and the lock file (the bundle holds the dependencies' code). */
 function newestSourceMtime(): number {
-  let newest = Math.max(...['tsconfig.json', 'tsconfig.build.json', 'scripts/bundle.js'].map((f) => statSync(join(REPO_ROOT, f)).mtimeMs));
+  let newest = Math.max(...['tsconfig.json', 'tsconfig.build.json', 'scripts/bundle.js', 'package-lock.json'].map((f) => statSync(join(REPO_ROOT, f)).mtimeMs));
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);

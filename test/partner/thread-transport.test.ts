@@ -15,17 +15,34 @@ describe('ThreadTransport', () => {
     const transport = new ThreadTransport(OPTIONS, DYING);
     try {
       expect(await transport.post(URL_, '{}')).toMatchObject({ type: 'response', status: 200 });
-      const held = transport.post(URL_, '{"held":true}');
+      const held = transport.post(URL_, 'hold');
       const dying = transport.post(URL_, 'die');
       for (const raw of await Promise.all([held, dying])) {
-        // The held request may have been answered before the thread read "die"; a lost one is sent.
-        if (raw.type === 'transport') expect(raw).toMatchObject({ code: THREAD_LOST, bodySent: true });
+        expect(raw).toMatchObject({ type: 'transport', code: THREAD_LOST, bodySent: true, detail: expect.stringContaining('the HTTP thread stopped') });
       }
-      expect(await dying).toMatchObject({ type: 'transport', code: THREAD_LOST, bodySent: true, detail: expect.stringContaining('the HTTP thread stopped') });
       expect(await transport.post(URL_, '{}')).toMatchObject({ type: 'response', status: 200 });
     } finally {
       transport.close();
     }
+  });
+
+  it('a thread that dies before it is ready loses its requests as never sent (retried, not in doubt)', async () => {
+    const transport = new ThreadTransport(OPTIONS, new URL('../fixtures/partner/unloadable-thread.mjs', import.meta.url));
+    try {
+      expect(await transport.post(URL_, '{}')).toMatchObject({
+        type: 'transport', code: THREAD_LOST, bodySent: false, detail: expect.stringContaining('cannot load the HTTP client'),
+      });
+    } finally {
+      transport.close();
+    }
+  });
+
+  it('closing with a request out ends it as lost (it may have left)', async () => {
+    const transport = new ThreadTransport(OPTIONS, DYING);
+    expect(await transport.post(URL_, '{}')).toMatchObject({ type: 'response', status: 200 });
+    const held = transport.post(URL_, 'hold');
+    transport.close();
+    expect(await held).toMatchObject({ type: 'transport', code: THREAD_LOST, bodySent: true, detail: expect.stringContaining('closed') });
   });
 
   it('once closed, sends nothing: a request is refused as never sent', async () => {
