@@ -1,6 +1,6 @@
 /**
  * The entry of the HTTP thread (see `thread-transport.ts`): one got {@link Transport}, configured by
- * the first message and then fed `{ id, url, payload }` messages, each answered `{ id, raw }`. It
+ * the first message and then fed `post` messages (URL and body), each answered with its `RawAttempt`. It
  * holds no policy: retries, the breaker and the limiter stay with the client on the main thread,
  * which reads each `RawAttempt`. It says `ready` once it listens: a thread that dies before that
  * cannot have sent anything. Loading this module loads got: that is what a spare thread does
@@ -8,6 +8,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { describeTransportError, Transport, type RawAttempt, type TransportOptions } from './_transport.js';
+import { THREAD_LOST } from './thread-transport.js';
 
 export type ThreadMessage =
   | { type: 'configure'; options: TransportOptions }
@@ -23,7 +24,7 @@ let transport: Transport | undefined;
 /** The client posts to three URLs: each is parsed once. */
 const urls = new Map<string, URL>();
 const answer = (id: number, raw: RawAttempt): void => port.postMessage({ type: 'answer', id, raw } satisfies ThreadReply);
-const refused = (detail: string): RawAttempt => ({ type: 'transport', code: 'ERR_HTTP_THREAD', detail, bodySent: false });
+const refused = (detail: string): RawAttempt => ({ type: 'transport', code: THREAD_LOST, detail, bodySent: false });
 
 port.on('message', (message: ThreadMessage) => {
   if (message.type === 'configure') {

@@ -9,14 +9,15 @@
  *
  * Loading got takes the thread a quarter of a second: `run` starts one as soon as it starts
  * ({@link prestartTransportThread}), and the client adopts it. A thread holds the process open only
- * while a request is out. If it dies, the requests it held may have left: they end as a transport
- * failure after sending (in doubt for a write), and the next request starts a new thread.
+ * while a request is out. If it dies once it said it was ready, the requests it held may have left:
+ * they end as a transport failure after sending (in doubt for a write); if it dies before, they
+ * never left (retried). Either way the next request starts a new thread.
  */
 import { Worker } from 'node:worker_threads';
 import type { ThreadMessage, ThreadReply } from './_transport-thread.js';
 import type { RawAttempt, TransportOptions } from './_transport.js';
 
-/** The code of a request lost with its thread. */
+/** The code of a request lost with its thread, or that the thread could not make. */
 export const THREAD_LOST = 'ERR_HTTP_THREAD';
 
 interface Thread {
