@@ -1,5 +1,6 @@
 /** `quote-batch run <input> --mapping <file>`: the main job; resumes by itself. */
 import { resolve } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { Option } from 'commander';
 import { loadConfig, OPERATIONS, resolveConnection, STORE_REQUESTS, type StoreRequests } from '../config/index.js';
 import { Ledger } from '../ledger/index.js';
@@ -80,6 +81,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     });
 
   async function runCommand(input: string, flags: RunFlags): Promise<number> {
+    collectGarbageSooner();
     // The HTTP thread loads got while the run reads its config, mapping, input and ledger.
     prestartTransportThread();
     const { io } = ctx;
@@ -223,5 +225,18 @@ function noticingRequests(client: PartnerClient, onCall: () => void): PartnerCli
 function durationDefault(value: string | number | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   return parseDurationFlag(flag)(String(value));
+}
+
+/**
+ * V8 lets a heap grow to up to 4× what survived its last full collection before the next one. A run
+ * allocates fast and keeps little (about 20 MB: rows stream through), so its heaps filled with
+ * garbage: 110 MB on the main thread and 48 MB on the HTTP thread at the peak of a 40k-row run.
+ * Growing by a quarter collects sooner: peak RSS about 185 MB instead of 260-270, for the same time
+ * and CPU within the noise (README, bench `memory`). It is a process-wide V8 flag, so it reaches
+ * the HTTP thread too; only `run` sets it, because a command that keeps a large heap alive would pay
+ * for the more frequent full collections.
+ */
+function collectGarbageSooner(): void {
+  setFlagsFromString('--heap-growing-percent=25');
 }
 
