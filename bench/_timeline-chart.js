@@ -1,5 +1,5 @@
-// A run's timeline as an inline SVG: requests in flight and the concurrency limit above, rows/s and
-// 429s/s below, one point per second (the ledger's run_samples). A pure function of its input, with
+// A run's timeline as an inline SVG: requests in flight and the concurrency limit above, rows/s,
+// 429s/s and (when the limiter paced) its pace below, one point per second (the ledger's run_samples). A pure function of its input, with
 // no script, font or fetch, so that the HTML report can draw the same chart; every data mark has
 // class "mark", and every text is escaped.
 
@@ -8,7 +8,7 @@ const PANEL_H = 170;
 const M = { top: 62, right: 16, bottom: 26, left: 52, gap: 34 };
 const PLOT_W = W - M.left - M.right;
 const H = M.top + 2 * PANEL_H + M.gap + M.bottom;
-const COLORS = { limit: '#3867d6', inFlight: '#20bf6b', rows: '#2d3436', throttled: '#eb3b5a', reference: '#a5b1c2' };
+const COLORS = { limit: '#3867d6', inFlight: '#20bf6b', rows: '#2d3436', throttled: '#eb3b5a', pace: '#7a4fa3', reference: '#a5b1c2' };
 
 const esc = (value) =>
   String(value).replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;').replaceAll("'", '&#39;');
@@ -48,10 +48,11 @@ function legend(items, y) {
 }
 
 /**
- * @param {{ title: string, points: { t: number, limit: number | null, inFlight: number, rowsPerS: number, throttledPerS: number }[],
+ * @param {{ title: string, points: { t: number, limit: number | null, inFlight: number, rowsPerS: number, throttledPerS: number, pace?: number | null }[],
  *           reference?: { value: number, label: string } }} input
  *   `t` in seconds since the start of the run; `reference` is a horizontal line on the lower panel
- *   (a partner's rate cap or capacity).
+ *   (a partner's rate cap or capacity). `pace` is the rate (requests/s) the adaptive limiter paced
+ *   sends at, null while it did not: drawn dashed on the lower panel when the run was paced at all.
  * @returns {string} an `<svg>` element
  */
 export function renderTimelineChart({ title, points, reference }) {
@@ -72,9 +73,10 @@ export function renderTimelineChart({ title, points, reference }) {
   body += polyline(points.map((p) => [x(p.t), y1(p.inFlight)]), COLORS.inFlight);
 
   const top2 = top1 + PANEL_H + M.gap;
-  const max2 = niceMax(Math.max(reference?.value ?? 0, ...points.map((p) => Math.max(p.rowsPerS, p.throttledPerS))) * 1.05);
+  const paced = points.some((p) => p.pace != null);
+  const max2 = niceMax(Math.max(reference?.value ?? 0, ...points.map((p) => Math.max(p.rowsPerS, p.throttledPerS, p.pace ?? 0))) * 1.05);
   const y2 = (v) => top2 + PANEL_H * (1 - v / max2);
-  body += panel(top2, max2, 'per second: rows done, 429s');
+  body += panel(top2, max2, paced ? 'per second: rows done, 429s; pace (requests/s)' : 'per second: rows done, 429s');
   const barW = Math.max(1, (PLOT_W / Math.max(1, points.length)) * 0.6);
   for (const p of points) {
     if (p.throttledPerS > 0) {
@@ -87,6 +89,8 @@ export function renderTimelineChart({ title, points, reference }) {
       + `<text x="${W - M.right}" y="${fx(y - 4)}" font-size="11" fill="#57606f" text-anchor="end">${esc(reference.label)}</text>`;
   }
   body += polyline(points.map((p) => [x(p.t), y2(p.rowsPerS)]), COLORS.rows);
+  // The pace in stretches: a gap where the limiter did not pace.
+  for (const stretch of pacedStretches(points)) body += polyline(stretch.map((p) => [x(p.t), y2(p.pace)]), COLORS.pace, '6 4');
 
   const axisY = top2 + PANEL_H;
   for (let i = 0; i <= 4; i += 1) {
@@ -96,6 +100,22 @@ export function renderTimelineChart({ title, points, reference }) {
   body += legend([
     { label: 'limit', color: COLORS.limit }, { label: 'in flight', color: COLORS.inFlight },
     { label: 'rows/s', color: COLORS.rows }, { label: '429s/s', color: COLORS.throttled },
+    ...(paced ? [{ label: 'pace', color: COLORS.pace }] : []),
   ], 40);
   return `${head}${body}</svg>`;
+}
+
+/** The runs of consecutive points with a pace. */
+function pacedStretches(points) {
+  const stretches = [];
+  let current = [];
+  for (const p of points) {
+    if (p.pace != null) current.push(p);
+    else if (current.length > 0) {
+      stretches.push(current);
+      current = [];
+    }
+  }
+  if (current.length > 0) stretches.push(current);
+  return stretches;
 }

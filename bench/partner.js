@@ -84,7 +84,7 @@ function readAttempts(db, jobId) {
 
 /**
  * One point per second of the run: from run_samples when the run recorded them, else rebuilt from
- * the attempts (rows done and 429s per second; the limit and in-flight counts then unknown).
+ * the attempts (rows done and 429s per second; the limit, in-flight counts and pace then unknown).
  */
 function readTimeline(db, jobId, runId, firstMs) {
   const hasSamples = db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE name = 'run_samples'`).get().n > 0;
@@ -94,7 +94,7 @@ function readTimeline(db, jobId, runId, firstMs) {
       source: 'run_samples',
       points: samples.map((s, i) => {
         const seconds = Math.max(0.001, (s.elapsed_ms - (i === 0 ? 0 : samples[i - 1].elapsed_ms)) / 1000);
-        return { t: s.elapsed_ms / 1000, limit: s.concurrency_limit, inFlight: s.in_flight, rowsPerS: s.rows_done / seconds, throttledPerS: s.throttled / seconds };
+        return { t: s.elapsed_ms / 1000, limit: s.concurrency_limit, inFlight: s.in_flight, rowsPerS: s.rows_done / seconds, throttledPerS: s.throttled / seconds, pace: s.pace_rate ?? null };
       }),
     };
   }
@@ -103,7 +103,7 @@ function readTimeline(db, jobId, runId, firstMs) {
             sum(kind <> 'agent_validate' AND outcome IN ('ok', 'rejected')) AS done, sum(http_status = 429) AS throttled
        FROM attempts WHERE job_id = ? GROUP BY second ORDER BY second`,
   ).all(firstMs, jobId);
-  return { source: 'attempts', points: rows.map((r) => ({ t: r.second + 1, limit: null, inFlight: 0, rowsPerS: r.done, throttledPerS: r.throttled })) };
+  return { source: 'attempts', points: rows.map((r) => ({ t: r.second + 1, limit: null, inFlight: 0, rowsPerS: r.done, throttledPerS: r.throttled, pace: null })) };
 }
 
 /** Seconds a perfect sender needs for `requests` under a cap schedule [[fromS, perS], …], starting `startS` after the schedule did. */
