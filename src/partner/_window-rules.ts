@@ -101,7 +101,7 @@ export interface WindowState {
   readonly probingRateSince: number | undefined;
   /** When a 429 last cut. */
   readonly throttleCutAt: number;
-  /** The highest rate the partner was seen to accept (at a 429), requests/s. */
+  /** The highest rate the partner was seen to sustain over two seconds (at a 429), requests/s. */
   readonly peakAcceptedRate: number;
 }
 
@@ -125,6 +125,11 @@ export type WindowEvent =
       sendRate: number;
       /** Requests per second the partner accepted over the last two seconds, counted when they were sent. */
       acceptedRate: number;
+      /**
+       * The same over two whole seconds, however recent the first answer: what the partner is known
+       * to sustain (the highest of it is the yardstick of `minPaceShare`).
+       */
+      sustainedRate: number;
       /** Share of 429s among the last 50 answers (fewer answers so far count as successes). */
       throttledShare: number;
     }
@@ -285,7 +290,7 @@ function endRound(state: WindowState, latency: number, now: number): WindowState
  * needs: pacing, not the window, holds a rate.
  */
 function onThrottled(state: WindowState, event: Extract<WindowEvent, { type: 'throttled' }>, now: number): WindowState {
-  const seen = { ...state, peakAcceptedRate: Math.max(state.peakAcceptedRate, event.acceptedRate) };
+  const seen = { ...state, peakAcceptedRate: Math.max(state.peakAcceptedRate, event.sustainedRate) };
   const overshoot = event.throttledShare >= WINDOW_RULES.pacingShare;
   if (state.rate === undefined && overshoot) return cutRate(seen, event, now);
   if (event.sentAt < state.lastCutAt) return seen;
@@ -304,7 +309,7 @@ function onThrottled(state: WindowState, event: Extract<WindowEvent, { type: 'th
  * 429 means the pace has just crossed the cap: the cut starts from the first estimate, but never
  * more than `strayCutLimit` below the pace (the count may hold a stretch with little to send).
  *
- * 429s that pacing far below the best rate the partner ever accepted would not end come whatever
+ * 429s that pacing far below the best rate the partner ever sustained would not end come whatever
  * our rate (a quota shared with other clients, or chance): pacing stops rather than spiral down,
  * and the window alone answers them, as it does stray 429s.
  */
@@ -320,7 +325,10 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
     target = from;
   }
   const rate = Math.max(WINDOW_RULES.minRate, from * WINDOW_RULES.rateBackoff);
-  if (!(from > 0) || !Number.isFinite(from) || rate < state.peakAcceptedRate * WINDOW_RULES.minPaceShare) {
+  // Judged by where the pace is headed (`target`), not by where it starts: the send rate less the
+  // share of 429s collapses while many senders wait out a Retry-After, though the partner still
+  // takes its (lower) cap.
+  if (!(from > 0) || !Number.isFinite(from) || target * WINDOW_RULES.rateBackoff < state.peakAcceptedRate * WINDOW_RULES.minPaceShare) {
     return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now };
   }
   const room = (WINDOW_RULES.windowHeadroom * rate * (state.smoothedLatencyMs ?? 0)) / 1000;

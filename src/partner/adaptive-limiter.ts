@@ -233,7 +233,10 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         // in bursts, does not show twice its rate in a window across two of its seconds.
         const answersIn = now - Math.min(2000, 1.5 * (this.#state.smoothedLatencyMs ?? 0));
         const acceptedRate = this.#accepted.perSecond(answersIn, ACCEPTED_SPAN_MS);
-        event = { type: 'throttled', sentAt, sendRate: this.#sent.perSecond(now, 1000), acceptedRate, throttledShare };
+        // What the partner took over two whole seconds: across the run's first seconds the rate
+        // above may count a cap's second and most of the next as one (a cap of 40/s read as 57).
+        const sustainedRate = this.#accepted.perSecond(answersIn, ACCEPTED_SPAN_MS, ACCEPTED_SPAN_MS);
+        event = { type: 'throttled', sentAt, sendRate: this.#sent.perSecond(now, 1000), acceptedRate, sustainedRate, throttledShare };
         break;
       }
       case 'error':
@@ -276,10 +279,11 @@ class EventMeter {
 
   /**
    * Events per second over the `spanMs` (a multiple of 100) ending at `to`, or since the first event
-   * if later — but over a second at least: rate caps count per second, so the 40 requests a cap of
-   * 40/s admits in the first half-second of a run are 40/s, not 80/s (which the pace would return to).
+   * if later — but over `minSpanMs` at least (default a second): rate caps count per second, so the
+   * 40 requests a cap of 40/s admits in the first half-second of a run are 40/s, not 80/s (which the
+   * pace would return to).
    */
-  perSecond(to: number, spanMs: number): number {
+  perSecond(to: number, spanMs: number, minSpanMs = 1000): number {
     const last = Math.floor(to / EventMeter.#BUCKET_MS);
     const first = Math.max(last - spanMs / EventMeter.#BUCKET_MS + 1, this.#firstKey);
     if (first > last) return 0;
@@ -288,7 +292,7 @@ class EventMeter {
       const slot = EventMeter.#slot(key);
       if (this.#keys[slot] === key) total += this.#counts[slot] as number;
     }
-    return (total * 1000) / Math.max(1000, (last - first + 1) * EventMeter.#BUCKET_MS);
+    return (total * 1000) / Math.max(minSpanMs, (last - first + 1) * EventMeter.#BUCKET_MS);
   }
 
   static #slot(key: number): number {

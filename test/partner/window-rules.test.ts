@@ -13,7 +13,7 @@ type Throttled = Extract<WindowEvent, { type: 'throttled' }>;
 
 const ok = (fields: Partial<Ok> = {}): Ok => ({ type: 'ok', latencyMs: 100, sentAt: 0, inFlightAtSend: 64, paceLimited: false, ...fields });
 const throttled = (fields: Partial<Throttled> = {}): Throttled => ({
-  type: 'throttled', sentAt: 0, sendRate: 50, acceptedRate: 40, throttledShare: 0.02, ...fields,
+  type: 'throttled', sentAt: 0, sendRate: 50, acceptedRate: 40, sustainedRate: 40, throttledShare: 0.02, ...fields,
 });
 
 /** A state after slow start, as a table row sets it up. */
@@ -211,6 +211,21 @@ describe('429s while pacing', () => {
     const next = nextWindowState(state, throttled({ sentAt: 5000, sendRate: 12, acceptedRate: 8, throttledShare: 0.3 }), 6000);
     expect(next.rate).toBeUndefined();
     expect(next.window).toBeCloseTo(20 * R.throttleBackoff, 9);
+  });
+
+  it('keeps pacing when the send rate collapsed but the partner still takes its lower cap (senders waiting out Retry-After)', () => {
+    // The cap fell from 40 to 15: half the answers are 429s and most senders wait, so the send rate
+    // less the share is 10/s, below a quarter of 40 once backed off; the partner still took 15/s.
+    const state = pacing({ rate: 38, peakAcceptedRate: 40 });
+    const next = nextWindowState(state, throttled({ sentAt: 5000, sendRate: 20, acceptedRate: 15, throttledShare: 0.5 }), 6000);
+    expect(next.rate).toBeCloseTo(10 * R.rateBackoff, 9);
+    expect(next.rateAtThrottle).toBe(15);
+  });
+
+  it('measures the best rate by what the partner sustained over two whole seconds, not by a start-up burst', () => {
+    // Across a cap's second and most of the next, 57 accepted in a second and a bit; 40/s sustained.
+    const next = nextWindowState(stateWith({ window: 20 }), throttled({ sentAt: 100, acceptedRate: 57, sustainedRate: 40 }), 200);
+    expect(next.peakAcceptedRate).toBe(40);
   });
 
   it('does not cut the window below the room the new rate needs', () => {
