@@ -90,6 +90,14 @@ export interface CallOptions {
   beforeSend?: (attempt: number) => void | Promise<void>;
   /** Called after each attempt with its record (also found in `outcome.attempts`). */
   onAttempt?: (attempt: AttemptRecord) => void;
+  /**
+   * Called when the call will send its request again, with the record of the attempt that did not
+   * take (answered with a refusal the contract retries, such as a 429, or never sent), and awaited
+   * before the back-off or `Retry-After` wait begins. The pipeline takes the row out of `in_flight`
+   * here: a run killed while it waits leaves the row to be sent again, not in doubt. If it throws
+   * (or rejects), the call rejects with that error.
+   */
+  beforeRetry?: (attempt: AttemptRecord) => void | Promise<void>;
 }
 
 export interface PartnerClient {
@@ -335,6 +343,7 @@ class GotPartnerClient implements PartnerClient {
         retryAfterCapMs: this.#options.maxRetryAfterMs,
         random: this.#options.random,
       }) ?? 0;
+      await options.beforeRetry?.(record);
       // Only this request waits: the limiter has been told (throttled) and shrinks for everyone.
       const waited = await sleep(delay, [options.signal, this.#halt.signal]);
       if (waited === 'aborted') {

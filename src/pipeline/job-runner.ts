@@ -245,8 +245,11 @@ export class JobRunner {
     const jobId = this.job.id;
     const { rowNumber, request } = mapped;
     let current = initial;
+    // Attempts already written (each refused one, when its retry began).
+    let recorded = 0;
     const finish = (row: RowOutcome, outcome?: CallOutcome<QuoteSuccessResponse>): Promise<void> => {
-      const committed = book.write(rowNumber, () => ledger.recordOutcome(jobId, this.runId, rowNumber, row, outcome?.attempts ?? []));
+      const attempts = outcome?.attempts.slice(recorded) ?? [];
+      const committed = book.write(rowNumber, () => ledger.recordOutcome(jobId, this.runId, rowNumber, { ...row, attempts: attempts.length }, attempts));
       book.transition(current, row.state, rowNumber);
       current = row.state;
       return committed;
@@ -290,14 +293,30 @@ export class JobRunner {
         current = 'in_flight';
         marked = true;
       },
+      // The partner refused the request (or it never left), and it will be sent again: until then
+      // the row is as it was before, with the attempt recorded. A run killed during the wait then
+      // sends it again instead of leaving it in doubt; the next attempt marks it in flight anew.
+      beforeRetry: async (attempt) => {
+        if (!marked) return;
+        const refused: RowOutcome = {
+          state: initial, attempts: 1, agentId, httpStatus: attempt.httpStatus, errorCode: attempt.errorCode,
+          errorMessage: `not taken (${attempt.httpStatus ?? attempt.errorCode ?? attempt.outcome}), to be sent again`,
+        };
+        recorded += 1;
+        marked = false;
+        book.putBack(current, initial);
+        current = initial;
+        await book.write(rowNumber, () => ledger.recordOutcome(jobId, this.runId, rowNumber, refused, [attempt]));
+      },
     });
     this.#checkClient();
+    const unrecorded = outcome.attempts.slice(recorded);
     if (!marked) {
       // Never left (stopped or halted while waiting): the row stays as it was; keep any attempts.
-      if (outcome.attempts.length > 0) ledger.recordAttempts(jobId, this.runId, rowNumber, outcome.attempts, null);
+      if (unrecorded.length > 0) ledger.recordAttempts(jobId, this.runId, rowNumber, unrecorded, null);
       return;
     }
-    if (outcome.attempts.length === 0) {
+    if (unrecorded.length === 0) {
       // Marked, then stopped before the request left (a halt while its mark was committed).
       await finish({ state: initial, attempts: 0 });
       return;

@@ -173,6 +173,12 @@ export class RowBook {
     if (settled) this.rowsDone += 1;
   }
 
+  /** A row back in an earlier state while this run still works on it (its request is sent again later): counts only. */
+  putBack(from: RowState, to: RowState): void {
+    this.counts[from] -= 1;
+    this.counts[to] += 1;
+  }
+
   /** A row read by this run that is not settled yet: the resume point cannot pass it. */
   hold(position: ResumePoint): void {
     this.#inProgress.set(position.rowNumber, position);

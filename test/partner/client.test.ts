@@ -287,6 +287,21 @@ describe('Retry-After', () => {
     expect((sentAt[1] ?? 0) - (sentAt[0] ?? 0)).toBeGreaterThanOrEqual(995);
   });
 
+  it('tells the caller of each attempt it will send again, before its wait begins, and of no other', async () => {
+    sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 1 });
+    const events: string[] = [];
+    const outcome = await makeClient().submit('quote', VALID_QUOTE, {
+      beforeSend: (attempt) => void events.push(`send ${attempt}`),
+      beforeRetry: async (record) => {
+        events.push(`retry after ${record.httpStatus}`);
+        await new Promise((resolve) => setTimeout(resolve, 20)); // awaited: the wait starts after it
+        sandbox.setFaults({ throttleRate: 0 });
+      },
+    });
+    expect(outcome.kind).toBe('ok');
+    expect(events).toEqual(['send 1', 'retry after 429', 'send 2']);
+  });
+
   it('a 429 delays only the request it came with: the others keep going', async () => {
     sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 1 });
     const client = makeClient();

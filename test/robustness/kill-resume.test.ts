@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { CLI, cliEnv, runCli, startCli, type CliResult } from '../helpers/cli.js';
@@ -14,6 +15,23 @@ import { CANARY_KEY, expectedCounts, expectNoSecrets, expectPrivateLedger, start
 
 const ROWS = 1000;
 const LOCKED = /in use by another live quote-batch process/;
+
+/** Rows whose last attempt the partner answered 429, as the ledger has them now (read while a run writes). */
+function refusedRows(path: string): { row_number: number; state: string; attempts: number; http_status: number | null }[] {
+  if (!existsSync(path)) return [];
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare(
+      `SELECT r.row_number, r.state, r.attempts, r.http_status FROM rows r
+        WHERE (SELECT a.http_status FROM attempts a WHERE a.job_id = r.job_id AND a.row_number = r.row_number
+                ORDER BY a.id DESC LIMIT 1) = 429`,
+    ).all() as { row_number: number; state: string; attempts: number; http_status: number | null }[];
+  } catch {
+    return []; // the ledger's tables not created yet
+  } finally {
+    db.close();
+  }
+}
 
 describe('killed runs resume at once; live runs keep their job', () => {
   let tmp: ReturnType<typeof makeTempDir>;
@@ -113,6 +131,31 @@ describe('killed runs resume at once; live runs keep their job', () => {
     expect([1, 3], resume.stderr).toContain(resume.code);
     expect(readFileSync(`/proc/${pid}/status`, 'utf8')).toMatch(/State:\s+Z/); // still a zombie throughout
     await settleAndFinish(ledgerPath, args);
+  });
+
+  it('leaves a row the partner answered 429 to be sent again, not in doubt, when the run is killed during its Retry-After', async () => {
+    // 20 requests a second and a Retry-After the refused rows are still waiting out at the kill.
+    sandbox = await startCanarySandbox({ latencyMs: 5, jitterMs: 5, rpsCap: 20, retryAfterSeconds: 60 }, 8, files.agents);
+    const ledgerPath = tmp.path('refused.db');
+    const args = argsFor(ledgerPath);
+    const child = startDetached(args);
+    // The refusals are recorded as they come, not when the row's call ends.
+    await waitFor(() => refusedRows(ledgerPath).length >= 4, 30_000, 20);
+    process.kill(-(child.pid as number), 'SIGKILL');
+
+    const refused = refusedRows(ledgerPath);
+    expect(refused.length).toBeGreaterThanOrEqual(4);
+    for (const row of refused) expect(row, `row ${row.row_number}`).toMatchObject({ state: 'pending', attempts: 1, http_status: 429 });
+    // In flight: only what may be on the wire (the window never passes --concurrency 8).
+    expect(countState(ledgerPath, 'in_flight')).toBeLessThanOrEqual(8);
+
+    sandbox.setFaults({ rpsCap: 0 });
+    const resume = await runCli(args, opts());
+    expect([1, 3], resume.stderr).toContain(resume.code);
+    const after = new Map(readLedger(ledgerPath).rows.map((r) => [r.row_number, r.state]));
+    for (const row of refused) expect(['succeeded', 'rejected', 'agent_invalid', 'invalid'], `row ${row.row_number}`).toContain(after.get(row.row_number));
+    const results = await settleAndFinish(ledgerPath, args);
+    expectNoSecrets('refused kill', [resume, ...results], ledgerPath);
   });
 
   it('refuses a second run with exit 4 while the first lives; the second sends nothing', async () => {
