@@ -2,8 +2,14 @@
  * Takes the API key out of text a partner sends back, in every form a partner (or a gateway, or a
  * debugging proxy) may echo it: raw, JSON-escaped character by character (`\u0063anary…`, `\/`),
  * URL-encoded (`%63anary…`, `+` for a space), any mix of those, base64 (standard and URL-safe) and
- * hex. The client runs every byte it keeps through it before anything is parsed, stored, logged or
+ * hex (any mix of cases). Base64 is found with its `+`, `/`, `-`, `_` raw, JSON-escaped (`\/` as PHP
+ * writes it, `\u002B`) or percent-encoded in either case (`%2B`, `%2f`; `%3D` for its `=` padding),
+ * and broken into lines anywhere (MIME, PEM) by raw, JSON-escaped or percent-encoded line breaks.
+ * The client runs every byte it keeps through it before anything is parsed, stored, logged or
  * printed (contract §5: "redacted from everything stored or printed, in every encoding").
+ *
+ * Two precompiled regexes per key (built by the constructor): one for the key itself, one with an
+ * alternative per encoded rendering; only the characters next to a match are looked at further.
  */
 
 export const REDACTED = '[redacted]';
@@ -12,29 +18,34 @@ export const REDACTED = '[redacted]';
 const MIN_ENCODED_LENGTH = 8;
 
 export class Redactor {
+  /** The key itself, in its echoed forms (see {@link characterForms}). */
   readonly #pattern: RegExp | null;
+  /** The cores of the encoded fragments, one capturing group each (in {@link #fragments}' order). */
+  readonly #encoded: RegExp | null;
   readonly #fragments: readonly Fragment[];
 
   constructor(secret: string) {
-    if (secret === '') {
-      this.#pattern = null;
-      this.#fragments = [];
-      return;
-    }
-    this.#pattern = new RegExp([...secret].map(characterForms).join(''), 'g');
-    this.#fragments = secret.length >= MIN_ENCODED_LENGTH ? encodedFragments(secret) : [];
+    this.#pattern = secret === '' ? null : new RegExp([...secret].map(characterForms).join(''), 'g');
+    // Longest first: where two cores match at the same place, the longer is taken.
+    this.#fragments = secret.length >= MIN_ENCODED_LENGTH ? encodedFragments(secret).sort((a, b) => b.core.length - a.core.length) : [];
+    this.#encoded = this.#fragments.length === 0 ? null : new RegExp(this.#fragments.map((f) => `(${corePattern(f)})`).join('|'), 'g');
   }
 
   /** `text` with every occurrence of the key, in any of its forms, replaced by {@link REDACTED}. */
   redact(text: string): string {
     if (this.#pattern === null || text === '') return text;
     const out = text.replace(this.#pattern, REDACTED);
-    // Spans [start, end) of the encoded forms: each fragment found, widened to the partial groups around it.
+    const encoded = this.#encoded;
+    if (encoded === null) return out;
+    // Spans [start, end) of the encoded forms: each core found, widened to the partial groups around it.
     let spans: Array<[number, number]> | null = null;
-    for (const fragment of this.#fragments) {
-      for (let at = out.indexOf(fragment.core); at !== -1; at = out.indexOf(fragment.core, at + 1)) {
-        (spans ??= []).push([widenBefore(out, at, fragment), widenAfter(out, at + fragment.core.length, fragment)]);
-      }
+    encoded.lastIndex = 0;
+    for (let match = encoded.exec(out); match !== null; match = encoded.exec(out)) {
+      let group = 1;
+      while (match[group] === undefined) group += 1;
+      const fragment = this.#fragments[group - 1] as Fragment;
+      (spans ??= []).push([widenBefore(out, match.index, fragment), widenAfter(out, match.index + match[0].length, fragment)]);
+      encoded.lastIndex = match.index + 1; // a core of another fragment may overlap this one
     }
     if (spans === null) return out;
     spans.sort((a, b) => a[0] - b[0]);
@@ -63,19 +74,100 @@ export class Redactor {
  * close the last partial group when the key's bytes end the encoded data.
  */
 interface Fragment {
+  readonly kind: 'hex' | 'base64';
   readonly core: string;
   readonly before: readonly string[];
   readonly after: readonly string[];
   readonly padding: number;
 }
 
+/**
+ * The regex source matching a fragment's core as it may be echoed. Hex: in any mix of cases. Base64:
+ * letters and digits raw, the other characters also JSON-escaped (`\/`, `\u002f`, `\u002F`) or
+ * percent-encoded (`%2F`, `%2f`), as a JSON encoder or a URL (query string, form body) renders them;
+ * the lines may be broken anywhere (MIME wraps at 76 characters, PEM at 64), by a raw, JSON-escaped
+ * or percent-encoded line break.
+ */
+function corePattern(fragment: Fragment): string {
+  if (fragment.kind === 'hex') return caseless(fragment.core);
+  return [...fragment.core].map(encodedCharForms).join(`${LINE_BREAK}?`);
+}
+
+/** A line break in any of the forms {@link corePattern} allows between base64 characters. */
+const LINE_BREAK = String.raw`(?:\r\n?|\n|\\r(?:\\n)?|\\n|%0[dD](?:%0[aA])?|%0[aA])`;
+const LINE_BREAK_BEFORE = new RegExp(`${LINE_BREAK}$`);
+const LINE_BREAK_AT = new RegExp(LINE_BREAK, 'y');
+
+/** A regex alternative matching one base64 character in the forms {@link corePattern} allows. */
+function encodedCharForms(char: string): string {
+  if (/[0-9A-Za-z]/.test(char)) return char;
+  const code = (char.codePointAt(0) as number).toString(16).padStart(2, '0');
+  const forms = [escapeRegex(char), `\\\\u00${caseless(code)}`, `%${caseless(code)}`];
+  if (char === '/') forms.push('\\\\/');
+  return `(?:${forms.join('|')})`;
+}
+
+/**
+ * The encoded character ending at (`TOKEN_BEFORE`, on the few characters before a position) or
+ * starting at (`TOKEN_AT`) a position, escapes read as one: `\uXXXX`, `%XX`, `\` and the escaped
+ * character, or one raw character. An escape is never split: in `\n` the `n` is not a base64 `n`.
+ */
+const TOKEN_BEFORE = /(?:\\u([0-9a-fA-F]{4})|%([0-9a-fA-F]{2})|\\([^])|([^]))$/;
+const TOKEN_AT = /\\u([0-9a-fA-F]{4})|%([0-9a-fA-F]{2})|\\([^])|([^])/y;
+/** The longest token and line break: how far back {@link TOKEN_BEFORE} and {@link LINE_BREAK_BEFORE} look. */
+const LOOK_BACK = 6;
+
+/** The character a token stands for ('' for a JSON escape of a letter or digit, like `\n`: no base64 character). */
+function decodeToken(match: RegExpExecArray): string {
+  const [, unicode, percent, escaped, raw] = match;
+  if (unicode !== undefined) return String.fromCharCode(parseInt(unicode, 16));
+  if (percent !== undefined) return String.fromCharCode(parseInt(percent, 16));
+  if (escaped !== undefined) return /[0-9A-Za-z]/.test(escaped) ? '' : escaped;
+  return raw as string;
+}
+
+/** Where the encoded character ending at `end` (or before a line break ending there) starts, if it is in `allowed`; -1 if not. */
+function tokenBefore(text: string, end: number, allowed: string): number {
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    const window = text.slice(Math.max(0, end - LOOK_BACK), end);
+    const token = TOKEN_BEFORE.exec(window);
+    if (token !== null) {
+      const char = decodeToken(token);
+      if (char !== '' && allowed.includes(char)) return end - token[0].length;
+    }
+    if (attempt === 1) break;
+    const lineBreak = LINE_BREAK_BEFORE.exec(window);
+    if (lineBreak === null) break;
+    end -= lineBreak[0].length;
+  }
+  return -1;
+}
+
+/** Where the encoded character starting at `at` (or after a line break starting there) ends, if it is in `allowed`; -1 if not. */
+function tokenAt(text: string, at: number, allowed: string): number {
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    TOKEN_AT.lastIndex = at;
+    const token = TOKEN_AT.exec(text);
+    if (token !== null) {
+      const char = decodeToken(token);
+      if (char !== '' && allowed.includes(char)) return at + token[0].length;
+    }
+    if (attempt === 1) break;
+    LINE_BREAK_AT.lastIndex = at;
+    const lineBreak = LINE_BREAK_AT.exec(text);
+    if (lineBreak === null) break;
+    at += lineBreak[0].length;
+  }
+  return -1;
+}
+
 /** Where the encoded key begins: `at`, moved back over the leading partial group's characters that match. */
 function widenBefore(text: string, at: number, fragment: Fragment): number {
   let start = at;
   for (const allowed of fragment.before) {
-    const char = text[start - 1];
-    if (char === undefined || !allowed.includes(char)) break;
-    start -= 1;
+    const from = tokenBefore(text, start, allowed);
+    if (from === -1) break;
+    start = from;
   }
   return start;
 }
@@ -84,11 +176,15 @@ function widenBefore(text: string, at: number, fragment: Fragment): number {
 function widenAfter(text: string, at: number, fragment: Fragment): number {
   let end = at;
   for (const allowed of fragment.after) {
-    const char = text[end];
-    if (char === undefined || !allowed.includes(char)) return end;
-    end += 1;
+    const to = tokenAt(text, end, allowed);
+    if (to === -1) return end;
+    end = to;
   }
-  for (let i = 0; i < fragment.padding && text[end] === '='; i += 1) end += 1;
+  for (let i = 0; i < fragment.padding; i += 1) {
+    const to = tokenAt(text, end, '=');
+    if (to === -1) break;
+    end = to;
+  }
   return end;
 }
 
@@ -115,7 +211,8 @@ function encodedFragments(secret: string): Fragment[] {
   const bytes = Buffer.from(secret, 'utf8');
   const hex = bytes.toString('hex');
   const fragments = new Map<string, Fragment>();
-  for (const core of [hex, hex.toUpperCase()]) fragments.set(core, { core, before: [], after: [], padding: 0 });
+  // Searched for in any mix of cases (see corePattern).
+  fragments.set(`hex:${hex}`, { kind: 'hex', core: hex, before: [], after: [], padding: 0 });
   for (let shift = 0; shift < 3; shift += 1) {
     // With `shift` bytes before it, only the 4-character groups made of key bytes alone are stable.
     const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');
@@ -129,7 +226,8 @@ function encodedFragments(secret: string): Fragment[] {
     for (const alphabet of [BASE64, BASE64URL]) {
       const variant = alphabet === BASE64 ? core : core.replace(/\+/g, '-').replace(/\//g, '_');
       const after = partialGroup(tail, 0, alphabet);
-      fragments.set(variant, {
+      fragments.set(`base64:${variant}`, {
+        kind: 'base64',
         core: variant,
         before: partialGroup(head, shift, alphabet).reverse(),
         after,

@@ -107,3 +107,113 @@ describe('Redactor: base64 of the key, partial groups at both ends', () => {
     expect(redactor.redact(`x${core}${core}y`)).toBe(`x${REDACTED}y`);
   });
 });
+
+describe('Redactor: the key and its base64/hex as JSON encoders, URLs and MIME render them', () => {
+  // Made-up keys with `/`, `+`, `=`, non-ASCII characters (one outside the BMP) and base64 renderings with `+` and `/`.
+  const keys = ['pk/CANARY+demo=67890&qz', 'fäke/Tök+en=ü~>?', '??>>~~ÿþ/+=q9!', 'made-up 🔑 k/+=y'];
+  // The last prefix puts the key across the 76th character of the base64 (a MIME line end).
+  const prefixes = ['', 'a', 'ab', 'x-api-key: ', 'L'.repeat(55)];
+  const suffixes = ['', 'Z', '&more=1'];
+  const hex2 = (char: string): string => char.charCodeAt(0).toString(16).padStart(2, '0');
+  const wrap = (width: number, lineBreak: string) => (text: string) => text.replace(new RegExp(`.{${width}}`, 'g'), (line) => line + lineBreak);
+  const same = (text: string): string => text;
+
+  /** Each encoding: how the base64 is rendered, and how a piece of it without a line break is. */
+  const encodings: Array<{ name: string; alphabet: 'base64' | 'base64url'; render: (b64: string) => string; piece: (b64: string) => string; json: boolean }> = [
+    { name: 'base64, `/` as `\\/` (PHP json_encode)', alphabet: 'base64', render: (b) => b.replace(/\//g, '\\/'), piece: (b) => b.replace(/\//g, '\\/'), json: true },
+    { name: 'base64, `+/=` as `\\u002B`-style escapes', alphabet: 'base64', render: (b) => b.replace(/[+/=]/g, (c) => `\\u00${hex2(c).toUpperCase()}`), piece: (b) => b.replace(/[+/=]/g, (c) => `\\u00${hex2(c).toUpperCase()}`), json: true },
+    { name: 'base64, percent-encoded', alphabet: 'base64', render: encodeURIComponent, piece: encodeURIComponent, json: true },
+    { name: 'base64, percent-encoded in lower case', alphabet: 'base64', render: (b) => encodeURIComponent(b).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()), piece: (b) => encodeURIComponent(b).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()), json: true },
+    { name: 'base64url, percent-encoded `=`-less', alphabet: 'base64url', render: encodeURIComponent, piece: same, json: true },
+    { name: 'MIME: lines of 76, CRLF', alphabet: 'base64', render: wrap(76, '\r\n'), piece: same, json: false },
+    { name: 'lines of 7, LF', alphabet: 'base64', render: wrap(7, '\n'), piece: same, json: false },
+    { name: 'lines of 5 in a JSON string (`\\r\\n`), `/` as `\\/`', alphabet: 'base64', render: (b) => wrap(5, '\r\n')(b).replace(/\//g, '\\/').replace(/\r/g, '\\r').replace(/\n/g, '\\n'), piece: (b) => b.replace(/\//g, '\\/'), json: true },
+    { name: 'lines of 6 with `\\n`, URL-encoded', alphabet: 'base64url', render: (b) => encodeURIComponent(wrap(6, '\n')(b)), piece: same, json: true },
+    { name: 'lines of 76 with `%0D%0A`, `+/=` percent-encoded', alphabet: 'base64', render: (b) => encodeURIComponent(wrap(76, '\r\n')(b)), piece: encodeURIComponent, json: true },
+  ];
+
+  /** The text with every rendering above undone: percent-escapes, JSON escapes and line breaks. */
+  const plain = (text: string): string =>
+    text
+      .replace(/%([0-9a-f]{2})/gi, (_m, code: string) => String.fromCharCode(parseInt(code, 16)))
+      .replace(/\\u([0-9a-f]{4})/gi, (_m, code: string) => String.fromCharCode(parseInt(code, 16)))
+      .replace(/\\\//g, '/')
+      .replace(/\r|\n|\\r|\\n/g, '');
+
+  /** What must be left of the base64 of `prefix + key + suffix`, as in the block above. */
+  function expected(prefix: string, key: string, suffix: string, encoding: BufferEncoding): string {
+    const encoded = Buffer.from(prefix + key + suffix).toString(encoding);
+    const keyFrom = 8 * Buffer.byteLength(prefix);
+    const keyTo = keyFrom + 8 * Buffer.byteLength(key);
+    const rest = suffix === '' ? '' : encoded.slice(Math.floor((keyTo - 1) / 6) + 1);
+    return `${encoded.slice(0, Math.floor(keyFrom / 6))}${REDACTED}${rest}`;
+  }
+
+  function keyPieces(key: string, encoding: BufferEncoding): Set<string> {
+    const pieces = new Set<string>();
+    for (let shift = 0; shift < 3; shift += 1) {
+      const encoded = Buffer.concat([Buffer.alloc(shift), Buffer.from(key)]).toString(encoding);
+      const carrying = encoded.slice(Math.floor((8 * shift) / 6));
+      for (let i = 0; i + 4 <= carrying.length; i += 1) pieces.add(carrying.slice(i, i + 4));
+    }
+    return pieces;
+  }
+
+  const base64Cases = keys.flatMap((key) => prefixes.flatMap((prefix) => suffixes.flatMap((suffix) => encodings.map((encoding) => ({ key, prefix, suffix, encoding })))));
+  it.each(base64Cases)('$encoding.name: "$prefix" + "$key" + "$suffix"', ({ key, prefix, suffix, encoding }) => {
+    const rendered = encoding.render(Buffer.from(prefix + key + suffix).toString(encoding.alphabet));
+    const out = new Redactor(key).redact(`{"data":"${rendered}","next":"ok"}`);
+    // Undone, the rendering left is exactly what the plain base64 leaves: the characters carrying no key bit.
+    expect(plain(out)).toBe(`{"data":"${expected(prefix, key, suffix, encoding.alphabet)}","next":"ok"}`);
+    for (const piece of keyPieces(key, encoding.alphabet)) {
+      expect(out, piece).not.toContain(encoding.piece(piece));
+      expect(plain(out), piece).not.toContain(piece);
+    }
+    if (encoding.json) expect(() => JSON.parse(out) as unknown).not.toThrow();
+  });
+
+  const cases: Array<[string, (hex: string) => string]> = [
+    ['lower', same],
+    ['upper', (h) => h.toUpperCase()],
+    ['mixed', (h) => [...h].map((c, i) => (i % 2 === 0 ? c.toUpperCase() : c)).join('')],
+    ['mixed the other way', (h) => [...h].map((c, i) => (i % 3 === 0 ? c : c.toUpperCase())).join('')],
+  ];
+  const hexCases = keys.flatMap((key) => prefixes.slice(0, 4).flatMap((prefix) => cases.map(([name, render]) => ({ key, prefix, name, render }))));
+  it.each(hexCases)('hex in $name case: "$prefix" + "$key" + "-tail"', ({ key, prefix, render }) => {
+    const hex = render(Buffer.from(`${prefix}${key}-tail`).toString('hex'));
+    const from = 2 * Buffer.byteLength(prefix);
+    const to = from + 2 * Buffer.byteLength(key);
+    const out = new Redactor(key).redact(`{"hex":"${hex}","next":"ok"}`);
+    expect(out).toBe(`{"hex":"${hex.slice(0, from)}${REDACTED}${hex.slice(to)}","next":"ok"}`);
+    const keyHex = Buffer.from(key).toString('hex');
+    const kept = (hex.slice(0, from) + hex.slice(to)).toLowerCase();
+    for (let i = 0; i + 4 <= keyHex.length; i += 1) {
+      const piece = keyHex.slice(i, i + 4);
+      if (!kept.includes(piece)) expect(out.toLowerCase(), piece).not.toContain(piece);
+    }
+  });
+
+  /** JSON as PHP's json_encode writes it by default: `/` as `\/`, every UTF-16 unit past ASCII as `\uXXXX`. */
+  const phpJson = (text: string, upper = false): string =>
+    JSON.stringify(text)
+      .slice(1, -1)
+      .replace(/\//g, '\\/')
+      .replace(/[^\x20-\x7e]/g, (c) => {
+        const code = c.charCodeAt(0).toString(16).padStart(4, '0');
+        return `\\u${upper ? code.toUpperCase() : code}`;
+      });
+  const rawForms: Array<[string, (key: string) => string]> = [
+    ['PHP json_encode', (k) => phpJson(k)],
+    ['PHP json_encode, upper-case \\u hex', (k) => phpJson(k, true)],
+    ['JSON.stringify', (k) => JSON.stringify(k).slice(1, -1)],
+    ['encodeURIComponent', encodeURIComponent],
+    ['encodeURIComponent in lower case', (k) => encodeURIComponent(k).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())],
+    ['form-encoded (URLSearchParams)', (k) => new URLSearchParams({ k }).toString().slice(2)],
+  ];
+  const rawCases = keys.flatMap((key) => rawForms.map(([name, render]) => ({ key, name, render })));
+  it.each(rawCases)('the key itself, $name: "$key"', ({ key, render }) => {
+    const form = render(key);
+    const out = new Redactor(key).redact(`{"echo":"${form}","then":"a ${form}/b"}`);
+    expect(out).toBe(`{"echo":"${REDACTED}","then":"a ${REDACTED}/b"}`);
+  });
+});
