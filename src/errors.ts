@@ -16,9 +16,13 @@ export type ErrorCode =
   | 'E_LEDGER'
   /** Another live process holds the job (a run, `resolve` or `prune` of it): exit 4, nothing was done. */
   | 'E_JOB_LOCKED'
-  /** The partner answered 403: the API key is wrong for this environment. */
+  /** The run halted: the partner refused the API key (401/403/407): it is wrong for this environment. */
   | 'E_FORBIDDEN'
-  /** Too many consecutive transient failures: the partner looks down. */
+  /** The run halted: the partner answered 404/405 or a redirect: the base URL or the endpoint is wrong. */
+  | 'E_MISROUTED'
+  /** The run halted: the partner asked (Retry-After) to wait longer than `--max-retry-after`. */
+  | 'E_RETRY_AFTER'
+  /** The run halted: the partner looks down (no recovery within `--max-outage`, or too many sends in doubt). */
   | 'E_CIRCUIT_OPEN'
   /** The process environment is unsafe (e.g. TLS verification disabled). */
   | 'E_UNSAFE'

@@ -69,7 +69,15 @@ export type ClientEvent =
   | { type: 'breaker_open'; operation: BreakerName; reason: string; giveUpAt: Date | null }
   | { type: 'breaker_closed'; operation: BreakerName; outageMs: number }
   | { type: 'probe'; attempt: AttemptRecord; email: string; answered: boolean }
-  | { type: 'halt'; reason: string };
+  | { type: 'halt'; kind: HaltKind; reason: string; retryAfter?: Date };
+
+/**
+ * Why the client halted: `forbidden` the partner refused the key (401/403/407); `misrouted` it
+ * answered 404/405 or a redirect (base URL or endpoint wrong); `retry_after` it asked to wait longer
+ * than `maxRetryAfterMs` (`retryAfter`: when it may be asked again); `outage` a breaker stayed open
+ * beyond `maxOutageMs`; `in_doubt` too many sends in doubt while the partner was not answering.
+ */
+export type HaltKind = 'forbidden' | 'misrouted' | 'retry_after' | 'outage' | 'in_doubt';
 
 /** `validate`: agent validation; `submit`: quote and lead. */
 export type BreakerName = 'validate' | 'submit';
@@ -206,9 +214,11 @@ class GotPartnerClient implements PartnerClient {
     for (const [name, b] of Object.entries(this.#breakers) as [BreakerName, CircuitBreaker][]) {
       b.gaveUpSignal.addEventListener('abort', () => {
         const what = name === 'submit' ? 'quotes/leads' : 'agent validation';
-        this.#haltWith(b.gaveUpBecause === 'in_doubt'
-          ? `${inDoubtBudget} requests in doubt since the partner stopped answering ${what} (at most 2 × --concurrency): halting rather than risk more`
-          : `the partner did not recover within --max-outage (${formatDuration(maxOutageMs)}; ${what} failing for ${formatDuration(b.outageMs())})`);
+        if (b.gaveUpBecause === 'in_doubt') {
+          this.#haltWith('in_doubt', `${inDoubtBudget} requests in doubt since the partner stopped answering ${what} (at most 2 × --concurrency): halting rather than risk more`);
+        } else {
+          this.#haltWith('outage', `the partner did not recover within --max-outage (${formatDuration(maxOutageMs)}; ${what} failing for ${formatDuration(b.outageMs())})`);
+        }
       }, { once: true });
     }
     this.#transport = new ThreadTransport({ apiKey: options.apiKey, sockets: concurrency, timeoutMs, maxBodyBytes: positiveInt(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES) });
@@ -321,7 +331,7 @@ class GotPartnerClient implements PartnerClient {
         const reason = cls.outcome === 'forbidden'
           ? `the partner refused the API key (${statusOf(raw)}): it is wrong for this environment, or revoked`
           : `the partner answered ${statusOf(raw)} for ${PATHS[kind]}: the base URL or the endpoint is wrong (a misrouted gateway?)`;
-        this.#haltWith(reason);
+        this.#haltWith(cls.outcome, reason);
         return finish(cls.outcome, cls.errorCode, detail, { halt: reason });
       }
       if (!cls.retry) return finish(cls.outcome, cls.errorCode, detail);
@@ -329,7 +339,7 @@ class GotPartnerClient implements PartnerClient {
       if (retryAfterMs !== undefined && retryAfterMs > this.#options.maxRetryAfterMs) {
         const until = new Date(Date.now() + retryAfterMs);
         const reason = `the partner asks to wait ${formatDuration(retryAfterMs)} (Retry-After, over --max-retry-after ${formatDuration(this.#options.maxRetryAfterMs)}); run again after ${until.toISOString()}`;
-        this.#haltWith(reason);
+        this.#haltWith('retry_after', reason, until);
         return finish('retryable', cls.errorCode, `${detail}; Retry-After ${formatDuration(retryAfterMs)}`, { halt: reason });
       }
       const outage = cls.breaker === 'failure' && Object.values(this.#breakers).some((b) => b.state !== 'closed');
@@ -452,8 +462,8 @@ class GotPartnerClient implements PartnerClient {
     const { raw, cls, record: attempt } = await this.#attempt('agent_validate', JSON.stringify({ email }));
     const answered = cls.breaker === 'success';
     this.#onEvent({ type: 'probe', attempt, email, answered });
-    if (cls.outcome === 'forbidden') this.#haltWith(`the partner refused the API key (${statusOf(raw)}) while probing: it is wrong for this environment, or revoked`);
-    if (cls.outcome === 'misrouted') this.#haltWith(`the partner answered ${statusOf(raw)} for ${PATHS.agent_validate} while probing: the base URL or the endpoint is wrong`);
+    if (cls.outcome === 'forbidden') this.#haltWith('forbidden', `the partner refused the API key (${statusOf(raw)}) while probing: it is wrong for this environment, or revoked`);
+    if (cls.outcome === 'misrouted') this.#haltWith('misrouted', `the partner answered ${statusOf(raw)} for ${PATHS.agent_validate} while probing: the base URL or the endpoint is wrong`);
     return answered;
   }
 
@@ -482,11 +492,11 @@ class GotPartnerClient implements PartnerClient {
     return { raw, parsed, cls, record };
   }
 
-  #haltWith(reason: string): void {
+  #haltWith(kind: HaltKind, reason: string, retryAfter?: Date): void {
     if (this.halted) return;
     this.#haltReason = this.#redactor.redact(reason);
     this.#halt.abort();
-    this.#onEvent({ type: 'halt', reason: this.#haltReason });
+    this.#onEvent({ type: 'halt', kind, reason: this.#haltReason, ...(retryAfter === undefined ? {} : { retryAfter }) });
   }
 
   /** Redacts, then parses; also renders what may be stored of the body (bounded JSON text). */

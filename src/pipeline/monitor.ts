@@ -5,6 +5,7 @@
  * every half minute, and one `run_samples` row per second (requests allowed and in flight, the pace,
  * answers, 429s, errors, rows done, latency) for the report's charts.
  */
+import { exitCodeOfError, type ErrorCode } from '../errors.js';
 import type { Ledger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
@@ -17,6 +18,25 @@ const RETRY_WARN_WINDOW_MS = 30_000;
 const RETRY_WARN_MIN = 5;
 
 const OPERATION_NAMES = { validate: 'agent validation', submit: 'quotes/leads' } as const;
+
+/** The code of a halt (README "Errors") and what the operator should do about it. No secret in either. */
+export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>): { code: ErrorCode; hint: string } {
+  switch (event.kind) {
+    case 'forbidden':
+      return { code: 'E_FORBIDDEN', hint: 'check the API key (QUOTE_BATCH_API_KEY or --api-key-file) is the one issued for this environment (--env, --base-url), then run the same command again to resume' };
+    case 'misrouted':
+      return { code: 'E_MISROUTED', hint: 'check the base URL (--base-url, --env, QUOTE_BATCH_*_URL or the config file) and any gateway in between, then run the same command again to resume' };
+    case 'retry_after':
+      return {
+        code: 'E_RETRY_AFTER',
+        hint: `run the same command again after ${event.retryAfter?.toISOString() ?? 'the time the partner asked for'} to resume (or raise --max-retry-after to wait inside the run)`,
+      };
+    case 'outage':
+      return { code: 'E_CIRCUIT_OPEN', hint: 'the partner looks down: run the same command again later to resume (--max-outage sets how long a run waits for it)' };
+    case 'in_doubt':
+      return { code: 'E_CIRCUIT_OPEN', hint: 'the partner stopped answering after requests were sent: check the rows in doubt (quote-batch export --status in_doubt) with the partner, then run the same command again later to resume' };
+  }
+}
 
 export class RunMonitor {
   #timer: NodeJS.Timeout | undefined;
@@ -66,9 +86,12 @@ export class RunMonitor {
           event: 'probe', answered: event.answered, http_status: event.attempt.httpStatus,
         });
         break;
-      case 'halt':
-        this.logger.error(`halting: ${event.reason}`, { event: 'halt' });
+      case 'halt': {
+        // Like every error line under --json-log: its code, what to do, and the exit code (a halt is always 3).
+        const { code, hint } = haltAdvice(event);
+        this.logger.error(`halting: ${event.reason}`, { event: 'halt', code, hint, exit_code: exitCodeOfError(code) });
         break;
+      }
     }
   };
 

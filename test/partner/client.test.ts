@@ -330,7 +330,8 @@ describe('Retry-After', () => {
 
   it('a Retry-After beyond --max-retry-after halts the client with the time to come back', async () => {
     sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 36_000 });
-    const client = makeClient({ maxRetryAfterMs: 300_000 });
+    const events: ClientEvent[] = [];
+    const client = makeClient({ maxRetryAfterMs: 300_000, onEvent: (e) => events.push(e) });
     const before = Date.now();
     const outcome = keep(await client.submit('quote', VALID_QUOTE));
     expect(outcome).toMatchObject({ kind: 'retryable', httpStatus: 429 });
@@ -340,6 +341,8 @@ describe('Retry-After', () => {
     expect(at - before).toBeGreaterThanOrEqual(36_000_000 - 1000);
     expect(client.halted).toBe(true);
     expect(client.haltReason).toBe(outcome.halt);
+    // The halt event says what kind of halt it is and when the partner may be asked again.
+    expect(events).toEqual([{ type: 'halt', kind: 'retry_after', reason: outcome.halt, retryAfter: new Date(at) }]);
     const later = keep(await client.submit('quote', quoteWithKey('click-later')));
     expect(later).toMatchObject({ kind: 'retryable', errorCode: 'halted', attempts: [] });
     expect(sandbox.stats().operations.quote.received).toBe(1);
@@ -390,7 +393,7 @@ describe('rate cap and circuit breaker', () => {
     expect(events[0]).toMatchObject({ type: 'breaker_open', operation: 'submit', reason: '3 consecutive transient failures (last: service_unavailable)' });
     expect((events[0] as { giveUpAt: Date }).giveUpAt).toBeInstanceOf(Date);
     expect(events.filter((e) => e.type === 'probe').length).toBe(stats.operations.validate.received);
-    expect(events.at(-1)).toMatchObject({ type: 'halt' });
+    expect(events.at(-1)).toMatchObject({ type: 'halt', kind: 'outage' });
     // Every answer was a 503 with Retry-After, the probes' too: the metrics count them all as
     // throttled (the report's 429 share), none as errors.
     const sample = client.takeSample();
