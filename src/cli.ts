@@ -100,8 +100,13 @@ export async function main(argv: readonly string[]): Promise<void> {
     .name('quote-batch')
     .description('Send a lead export to the partner quote API: mapped, validated, rate-limited, resumable.')
     .version(TOOL_VERSION, '-V, --version')
-    .showHelpAfterError('(run with --help for usage)')
-    .configureOutput({ writeOut: io.out, writeErr: (text) => edge.commanderMessage(text) })
+    // Under --json-log the pointer to --help is the usage error's `hint`, not a line of its own.
+    .showHelpAfterError(jsonLog ? false : '(run with --help for usage)')
+    .configureOutput({
+      writeOut: io.out,
+      writeErr: (text) => edge.commanderMessage(text),
+      outputError: (text, write) => (jsonLog ? edge.usageError(text, usageHint(argv.slice(2), program)) : write(text)),
+    })
     .exitOverride()
     .hook('preAction', (_program, command) => {
       state.command = command.name();
@@ -154,6 +159,17 @@ function finalExitCode(state: EdgeState, output: { closed: () => boolean; failed
 
 function isOutputClosed(error: unknown): boolean {
   return isQuoteBatchError(error) && error.code === 'E_OUTPUT_CLOSED';
+}
+
+/**
+ * Where to read the usage of what was typed: the command's own help when its name came first
+ * (commander takes the first word that is not an option as the command; the program has no option
+ * that takes a value), else the program's.
+ */
+function usageHint(args: readonly string[], program: Command): string {
+  const word = args.find((arg) => !arg.startsWith('-'));
+  const command = program.commands.find((c) => c.name() === word || c.aliases().includes(word ?? ''));
+  return `run \`quote-batch ${command === undefined ? '' : `${command.name()} `}--help\` for usage`;
 }
 
 /** `--json-log` anywhere before `--`: known before commander parses, so that its errors are JSON too. */
@@ -235,7 +251,17 @@ class Edge {
     else this.io.err(`${message}:\n${detail}\n`);
   }
 
-  /** What commander prints (usage errors, their help hint): each line one JSON line with --json-log. */
+  /**
+   * A usage error found by commander (unknown option, missing argument, bad value), under --json-log:
+   * one JSON line with code E_USAGE, the hint and exit code 2. Commander's `error: ` prefix is left
+   * out, as in the other error lines.
+   */
+  usageError(text: string, hint: string): void {
+    const message = text.trim().replace(/^error: /, '');
+    this.log.error(message, { event: 'usage_error', code: 'E_USAGE', hint, exit_code: exitCodeOfError('E_USAGE') });
+  }
+
+  /** What else commander prints on standard error (help asked for in error): each line one JSON line with --json-log. */
   commanderMessage(text: string): void {
     if (!this.json) {
       this.io.err(text);

@@ -94,4 +94,29 @@ describe('errors a user can cause', () => {
     });
     expect(JSON.parse(results[0]!.stderr)).toMatchObject({ code: 'E_INPUT', hint: expect.stringMatching(/check the path/) });
   });
+
+  it.each([
+    ['an unknown flag', ['--no-such-flag'], /^unknown option '--no-such-flag'$/],
+    ['a bad flag value', ['--concurrency', 'lots'], /^option '--concurrency <n>' argument 'lots' is invalid/],
+  ])('a usage error of commander\'s (%s) is one JSON line with code E_USAGE, a hint and exit_code 2 under --json-log', async (_name, extra, message) => {
+    const result = await run(['--json-log', ...extra]);
+    expect(result.code).toBe(2);
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines, result.stderr).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 'error', event: 'usage_error', code: 'E_USAGE', hint: 'run `quote-batch run --help` for usage', exit_code: 2, msg: expect.stringMatching(message),
+    });
+    expect(result.stdout).toBe('');
+    // Without --json-log: commander's line and its pointer to --help, as before.
+    const plain = await run(extra);
+    expect(plain.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^error: /), '(run with --help for usage)']);
+  });
+
+  it('under --json-log a usage error before any command names the program\'s help', async () => {
+    const result = await runCli(['--json-log'], { cwd: tmp.dir, timeoutMs: 30_000 });
+    expect(result.code).toBe(2);
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines, result.stderr).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ event: 'usage_error', code: 'E_USAGE', hint: 'run `quote-batch --help` for usage', exit_code: 2 });
+  });
 });
