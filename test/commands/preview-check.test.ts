@@ -77,6 +77,19 @@ describe('quote-batch check', () => {
     expect(result.stdout).toContain('row 17: application.drivers[1].dob: expected a date as MM/DD/YYYY, got "13/45/1990" (column driver2_dob)');
   });
 
+  it('the example errors README quotes are what check and preview print for the samples', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const examples = [...readme.matchAll(/`(row \d+: [^`]+)`/g)].map((m) => m[1]!);
+    expect(examples.length).toBeGreaterThan(0);
+    const check = await cli('check', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml');
+    for (const example of examples) {
+      expect(check.stdout.split('\n').map((line) => line.trim())).toContain(example);
+      const row = /^row (\d+):/.exec(example)![1]!;
+      const preview = await cli('preview', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml', '--row', row);
+      expect(preview.stdout).toContain(`error:   ${example}\n`);
+    }
+  });
+
   it('--coverage lists the columns never read and the request fields no row filled; --json carries groups and coverage', async () => {
     const mapping = join(dir, 'partial.yaml');
     // The example mapping without the user agent and the campaign: two columns the mapping no longer reads.
