@@ -179,11 +179,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     let job = latest;
     const resumed = job !== undefined;
     let forward: (event: ClientEvent) => void = () => {};
-    const start = startingLimit(options);
-    if (start !== null) {
-      logger.info(start.message, { event: 'warm_start', limit: start.limit, warm: start.warm, pace: start.pace, from_job: start.jobId, from_run: start.runId });
-    }
-    const target = await options.connect({ onEvent: (event) => forward(event), startAt: start });
+    // Read before connecting (the client's limiter starts there); said only once this process holds
+    // the job: a run refused because another live process holds it starts nothing.
+    const startAt = startingLimit(options);
+    const target = await options.connect({ onEvent: (event) => forward(event), startAt });
     try {
       job ??= ledger.createJob({
         input_path: options.inputPath,
@@ -200,6 +199,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         logger.info(`resuming job ${job.id} (run ${run.id})`, { job: job.id, run: run.id });
       } else {
         logger.info(`started job ${job.id} (run ${run.id})`, { job: job.id, run: run.id });
+      }
+      if (startAt !== null) {
+        logger.info(startAt.message, { event: 'warm_start', limit: startAt.limit, warm: startAt.warm, pace: startAt.pace, from_job: startAt.jobId, from_run: startAt.runId });
       }
       if (crashedRuns > 0) logger.warn(`${crashedRuns} earlier run(s) of job ${job.id} ended without recording it (crash or kill)`);
       const inDoubtNow = ledger.countsByState(job.id).in_doubt;

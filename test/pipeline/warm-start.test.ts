@@ -6,6 +6,8 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_INITIAL_WINDOW } from '../../src/partner/adaptive-limiter.js';
+import { readStartingLimit } from '../../src/report/timeline.js';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
@@ -214,6 +216,44 @@ describe('adaptive concurrency across jobs', () => {
     const next = await run(files.second, sandbox.url);
     expect(logLines(next.stderr).map((l) => l.msg)).toContain('started job 2 (run 2)');
     expect(logLines(next.stderr).filter((l) => l.event === 'warm_start')).toEqual([]);
+  });
+
+  it('a run refused because another live process holds the job (exit 4) says nothing of where it would have started', async () => {
+    // Something to start from: a finished job against this partner.
+    expect((await run(files.first, sandbox.url)).code).not.toBe(3);
+    /** What `run` would read now: a start it would announce (a limit the partner set, or a floor above the cold start's window). */
+    const wouldAnnounce = (): boolean => {
+      const db = new Database(tmp.path('l.db'), { readonly: true });
+      try {
+        const found = readStartingLimit(db, { environment: 'sandbox', operation: 'quote', baseUrl: sandbox.url });
+        return found !== null && (found.used || Math.min(found.limit, 8) > Math.min(DEFAULT_INITIAL_WINDOW, 8));
+      } finally {
+        db.close();
+      }
+    };
+    // A slow second job that holds its lock while the other process tries it.
+    sandbox.setFaults({ latencyMs: 300 });
+    const args = ['run', files.second, '--mapping', MAPPING_CSV, '--env', 'sandbox', '--ledger', tmp.path('l.db'), '--concurrency', '8', '--quiet', '--json-log', '--base-url', sandbox.url];
+    const opts = { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } };
+    const holder = startCli(args, opts);
+    let holderLog = '';
+    holder.child.stderr?.on('data', (d: string) => (holderLog += d));
+    try {
+      await waitFor(() => holderLog.includes('"started job 2 (run 2)"'), 30_000);
+      await waitFor(wouldAnnounce, 30_000);
+      const refused = await runCli(args, opts);
+      expect(refused.code, refused.stderr).toBe(4);
+      const lines = logLines(refused.stderr);
+      expect(lines).toEqual([expect.objectContaining({ level: 'error', code: 'E_JOB_LOCKED', exit_code: 4 })]);
+      expect(refused.stderr).not.toMatch(/adaptive concurrency starts at/);
+      // It would have had a start to announce: the message is held back, not missing.
+      expect(wouldAnnounce()).toBe(true);
+    } finally {
+      holder.child.kill('SIGKILL');
+      await holder.done;
+    }
+    // The holder said it (it holds the job): the message belongs to the process that runs it.
+    expect(logLines(holderLog).filter((l) => l.event === 'warm_start')).toEqual([expect.objectContaining({ from_job: 1, from_run: 1 })]);
   });
 
   it('the embedded sandbox, started anew for each run, starts cold every time', async () => {
