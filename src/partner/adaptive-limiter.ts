@@ -82,6 +82,9 @@ interface Waiter {
 export class AdaptiveLimiter implements ConcurrencyLimiter {
   readonly #clock: LimiterClock;
   #state: WindowState;
+  /** Slots taken and not given back: what the window admits against. */
+  #taken = 0;
+  /** Of those, requests sent and not answered. */
   #inFlight = 0;
   readonly #waiters: Waiter[] = [];
   /** When pacing lets the next request leave. */
@@ -162,7 +165,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   }
 
   #admits(): boolean {
-    return this.#inFlight < Math.floor(effectiveWindow(this.#state));
+    return this.#taken < Math.floor(effectiveWindow(this.#state));
   }
 
   #paceDelay(): number {
@@ -189,8 +192,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   #take(): ConcurrencySlot {
     const now = this.#clock.now();
-    this.#inFlight += 1;
-    this.#sent.add(now);
+    this.#taken += 1;
     const rate = this.#state.rate;
     if (rate !== undefined) {
       // On schedule rather than from now: timers fire late on a busy event loop, and restarting
@@ -199,14 +201,26 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       const interval = 1000 / rate;
       this.#nextSendAt = (this.#nextSendAt >= now - interval / 2 ? this.#nextSendAt : now) + interval;
     }
-    const sentAt = now;
-    const inFlightAtSend = this.#inFlight;
+    // Until its request leaves (the caller may still wait for --rate or the ledger), the slot counts
+    // as taken, not in flight: the window grows only with requests really out.
+    let sentAt = now;
+    let inFlightAtSend = this.#taken;
+    let sent = false;
     let released = false;
     return {
+      sent: () => {
+        if (sent || released) return;
+        sent = true;
+        sentAt = this.#clock.now();
+        this.#sent.add(sentAt);
+        this.#inFlight += 1;
+        inFlightAtSend = this.#inFlight;
+      },
       release: (sample: AttemptSample) => {
         if (released) return;
         released = true;
-        this.#inFlight -= 1;
+        this.#taken -= 1;
+        if (sent) this.#inFlight -= 1;
         this.#learn(sample, sentAt, inFlightAtSend);
         this.#dispatch();
       },

@@ -318,6 +318,7 @@ class GotPartnerClient implements PartnerClient {
         attempt -= 1;
         continue;
       }
+      slot.sent();
       const { raw, parsed, cls, record } = await this.#attempt(kind, payload);
       last = { raw, cls, parsed };
       slot.release({ latencyMs: record.durationMs, signal: limiterSignal(cls) });

@@ -23,8 +23,13 @@ export interface AttemptSample {
   signal: 'ok' | 'throttled' | 'error' | 'dropped';
 }
 
-/** A permission to have one request in flight; release it exactly once. */
+/**
+ * A permission to have one request in flight. Call `sent()` when its request leaves (after any wait
+ * for `--rate` and the ledger): requests in flight are those sent and not answered, not the slots
+ * waiting to send. Release it exactly once.
+ */
 export interface ConcurrencySlot {
+  sent(): void;
   release(sample: AttemptSample): void;
 }
 
@@ -33,7 +38,7 @@ export interface ConcurrencyLimiter {
   acquire(signals?: readonly (AbortSignal | undefined)[]): Promise<ConcurrencySlot | 'aborted'>;
   /** Requests allowed in flight now (may be fractional for an adaptive limiter). */
   readonly limit: number;
-  /** Slots taken and not yet released. */
+  /** Requests sent and not yet answered (slots taken whose request has left). */
   readonly inFlight: number;
   /** Requests per second the limiter paces sends at; null when it does not pace. */
   readonly rate: number | null;
@@ -45,6 +50,8 @@ export interface ConcurrencyLimiter {
  */
 export class FixedLimiter implements ConcurrencyLimiter {
   readonly #limit: number;
+  /** Slots taken and not given back. */
+  #taken = 0;
   #inFlight = 0;
   readonly #waiters: (() => void)[] = [];
 
@@ -69,8 +76,8 @@ export class FixedLimiter implements ConcurrencyLimiter {
     const live = signals.filter((s): s is AbortSignal => s !== undefined);
     for (;;) {
       if (live.some((s) => s.aborted)) return 'aborted';
-      if (this.#inFlight < this.#limit) {
-        this.#inFlight += 1;
+      if (this.#taken < this.#limit) {
+        this.#taken += 1;
         return this.#slot();
       }
       if ((await this.#wait(live)) === 'aborted') return 'aborted';
@@ -78,12 +85,19 @@ export class FixedLimiter implements ConcurrencyLimiter {
   }
 
   #slot(): ConcurrencySlot {
+    let sent = false;
     let released = false;
     return {
+      sent: () => {
+        if (sent || released) return;
+        sent = true;
+        this.#inFlight += 1;
+      },
       release: () => {
         if (released) return;
         released = true;
-        this.#inFlight -= 1;
+        this.#taken -= 1;
+        if (sent) this.#inFlight -= 1;
         this.#waiters.shift()?.();
       },
     };

@@ -248,6 +248,7 @@ export async function simulateRun(options: SimRunOptions): Promise<SimResult> {
       for (let attempt = 1; ; attempt += 1) {
         const slot = await limiter.acquire();
         if (slot === 'aborted') throw new Error('no signal was given: acquire cannot abort');
+        slot.sent();
         const sentAt = clock.now();
         firstSendAt = Math.min(firstSendAt, sentAt);
         second.sent += 1;

@@ -8,6 +8,7 @@ import { SimClock } from './_adaptive-sim.js';
 async function slotOf(limiter: AdaptiveLimiter, signals?: AbortSignal[]): Promise<ConcurrencySlot> {
   const slot = await limiter.acquire(signals);
   if (slot === 'aborted') throw new Error('expected a slot');
+  slot.sent();
   return slot;
 }
 
@@ -35,9 +36,30 @@ describe('AdaptiveLimiter', () => {
     expect(order).toEqual(['third']);
     expect(limiter.limit).toBe(2);
     (await third as ConcurrencySlot).release({ latencyMs: 0, signal: 'dropped' });
-    await fourth;
+    (await fourth as ConcurrencySlot).sent();
     expect(order).toEqual(['third', 'fourth']);
     expect(limiter.inFlight).toBe(2);
+  });
+
+  it('counts in flight only requests sent: a slot waiting to send (--rate, the ledger) holds its place in the window but grows nothing', async () => {
+    const clock = new SimClock();
+    const limiter = new AdaptiveLimiter({ ceiling: 16, initialWindow: 4, clock });
+    const taken = await Promise.all(Array.from({ length: 4 }, () => limiter.acquire()));
+    const slots = taken.map((s) => (s === 'aborted' ? expect.unreachable() : s));
+    expect(limiter.inFlight).toBe(0);
+    let fifth = false;
+    void limiter.acquire().then(() => (fifth = true));
+    await settle();
+    expect(fifth).toBe(false); // the window is full of slots, sent or not
+    // One request out at a time (the others wait for --rate): the window is not in use, it stays.
+    for (const slot of slots) {
+      slot.sent();
+      expect(limiter.inFlight).toBe(1);
+      clock.schedule(() => {}, 100);
+      await clock.runUntil(clock.now() + 100);
+      slot.release({ latencyMs: 100, signal: 'ok' });
+    }
+    expect(limiter.limit).toBe(4);
   });
 
   it('grows the window as answers come back while it is in use, and shrinks it on errors', async () => {
