@@ -52,6 +52,8 @@ const SQL = {
        input_issues_json = COALESCE(@input_issues_json, input_issues_json),
        request_json = COALESCE(@request_json, request_json), response_json = @response_json, updated_at = @updated_at
      WHERE job_id = @job_id AND row_number = @row_number`,
+  putBack:
+    `UPDATE rows SET state = ?, attempts = attempts + ?, updated_at = ? WHERE job_id = ? AND row_number = ?`,
   insertAttempt:
     `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome, agent_email)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

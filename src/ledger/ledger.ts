@@ -335,6 +335,21 @@ export class Ledger {
   }
 
   /**
+   * Puts a row marked `in_flight` back in the state it had, with the attempts it made (a refusal
+   * to be sent again, or none when its request never left), leaving what an earlier run recorded of
+   * it (error, answer) as it was: a row in doubt stays in doubt for the same reason. In the caller's
+   * transaction when one is open, as {@link recordOutcome}.
+   */
+  putBack(jobId: number, runId: number, rowNumber: number, state: RowState, attempts: readonly AttemptRecord[]): void {
+    const write = (): void => {
+      this.stmts.putBack.run(state, attempts.length, now(), jobId, rowNumber);
+      for (const attempt of attempts) this.insertAttemptRow(jobId, runId, rowNumber, attempt, null);
+    };
+    if (this.db.inTransaction) write();
+    else this.db.transaction(write)();
+  }
+
+  /**
    * Records a row's outcome and its attempts together, in one transaction: its own, or the
    * caller's when one is open (the pipeline commits a turn's writes together; a nested
    * transaction would only add a savepoint per row).

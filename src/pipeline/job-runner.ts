@@ -298,15 +298,11 @@ export class JobRunner {
       // sends it again instead of leaving it in doubt; the next attempt marks it in flight anew.
       beforeRetry: async (attempt) => {
         if (!marked) return;
-        const refused: RowOutcome = {
-          state: initial, attempts: 1, agentId, httpStatus: attempt.httpStatus, errorCode: attempt.errorCode,
-          errorMessage: `not taken (${attempt.httpStatus ?? attempt.errorCode ?? attempt.outcome}), to be sent again`,
-        };
         recorded += 1;
         marked = false;
         book.putBack(current, initial);
         current = initial;
-        await book.write(rowNumber, () => ledger.recordOutcome(jobId, this.runId, rowNumber, refused, [attempt]));
+        await book.write(rowNumber, () => ledger.putBack(jobId, this.runId, rowNumber, initial, [attempt]));
       },
     });
     this.#checkClient();
@@ -317,8 +313,10 @@ export class JobRunner {
       return;
     }
     if (unrecorded.length === 0) {
-      // Marked, then stopped before the request left (a halt while its mark was committed).
-      await finish({ state: initial, attempts: 0 });
+      // Marked, then stopped before the request left (a halt while its mark was committed): as it was.
+      const committed = book.write(rowNumber, () => ledger.putBack(jobId, this.runId, rowNumber, initial, []));
+      book.transition(current, initial, rowNumber);
+      await committed;
       return;
     }
     await finish(outcomeToRow(outcome, agentId, initial), outcome);

@@ -128,6 +128,24 @@ describe('ledger', () => {
     ledger.close();
   });
 
+  it('puts a row refused on a resend back in doubt with the reason it was in doubt, and counts the refusal', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const job = ledger.createJob(newJob);
+    const { run } = ledger.startRun(job.id, '{}', 'test');
+    ledger.insertRows(job.id, [{ rowNumber: 1, rowKey: 'k1', agentEmail: null, state: 'pending' }]);
+    ledger.markInFlight(job.id, 1, null, null);
+    ledger.recordOutcome(job.id, run.id, 1, { state: 'in_doubt', attempts: 1, errorCode: 'ETIMEDOUT', errorMessage: 'time-out after sending' }, []);
+    // --resend-in-doubt: marked again, answered 429, to be sent again after its Retry-After.
+    ledger.markInFlight(job.id, 1, null, null);
+    const refusal = { kind: 'quote', startedAt: new Date().toISOString(), durationMs: 3, httpStatus: 429, errorCode: 'rate_limited', outcome: 'retryable' } as const;
+    ledger.putBack(job.id, run.id, 1, 'in_doubt', [refusal]);
+    const row = ledger.db.prepare('SELECT state, attempts, error_code, error_message FROM rows WHERE job_id = ? AND row_number = 1').get(job.id);
+    expect(row).toEqual({ state: 'in_doubt', attempts: 2, error_code: 'ETIMEDOUT', error_message: 'time-out after sending' });
+    const attempts = ledger.db.prepare('SELECT http_status FROM attempts WHERE job_id = ? AND row_number = 1').all(job.id);
+    expect(attempts).toEqual([{ http_status: 429 }]);
+    ledger.close();
+  });
+
   it('keeps one byte per row for resume and reports states by number', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const job = ledger.createJob(newJob);

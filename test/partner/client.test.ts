@@ -290,16 +290,25 @@ describe('Retry-After', () => {
   it('tells the caller of each attempt it will send again, before its wait begins, and of no other', async () => {
     sandbox.setFaults({ throttleRate: 1, retryAfterSeconds: 1 });
     const events: string[] = [];
+    let hookEnd = 0;
+    let secondSend = 0;
     const outcome = await makeClient().submit('quote', VALID_QUOTE, {
-      beforeSend: (attempt) => void events.push(`send ${attempt}`),
+      beforeSend: (attempt) => {
+        events.push(`send ${attempt}`);
+        if (attempt === 2) secondSend = performance.now();
+      },
       beforeRetry: async (record) => {
         events.push(`retry after ${record.httpStatus}`);
-        await new Promise((resolve) => setTimeout(resolve, 20)); // awaited: the wait starts after it
+        // Longer than the Retry-After: a hook not awaited would let the second send leave before it ends.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
         sandbox.setFaults({ throttleRate: 0 });
+        hookEnd = performance.now();
       },
     });
     expect(outcome.kind).toBe('ok');
     expect(events).toEqual(['send 1', 'retry after 429', 'send 2']);
+    // The Retry-After wait begins once the hook is done.
+    expect(secondSend - hookEnd).toBeGreaterThanOrEqual(995);
   });
 
   it('a 429 delays only the request it came with: the others keep going', async () => {

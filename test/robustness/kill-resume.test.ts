@@ -145,7 +145,7 @@ describe('killed runs resume at once; live runs keep their job', () => {
 
     const refused = refusedRows(ledgerPath);
     expect(refused.length).toBeGreaterThanOrEqual(4);
-    for (const row of refused) expect(row, `row ${row.row_number}`).toMatchObject({ state: 'pending', attempts: 1, http_status: 429 });
+    for (const row of refused) expect(row, `row ${row.row_number}`).toMatchObject({ state: 'pending', attempts: 1 });
     // In flight: only what may be on the wire (the window never passes --concurrency 8).
     expect(countState(ledgerPath, 'in_flight')).toBeLessThanOrEqual(8);
 
