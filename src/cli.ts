@@ -105,7 +105,7 @@ export async function main(argv: readonly string[]): Promise<void> {
     .configureOutput({
       writeOut: io.out,
       writeErr: (text) => edge.commanderMessage(text),
-      outputError: (text, write) => (jsonLog ? edge.usageError(text, usageHint(argv.slice(2), program)) : write(text)),
+      outputError: (text, write) => (jsonLog ? edge.usageError(maskOptionValues(text), usageHint(argv.slice(2), program)) : write(maskOptionValues(text))),
     })
     .exitOverride()
     .hook('preAction', (_program, command) => {
@@ -159,6 +159,14 @@ function finalExitCode(state: EdgeState, output: { closed: () => boolean; failed
 
 function isOutputClosed(error: unknown): boolean {
   return isQuoteBatchError(error) && error.code === 'E_OUTPUT_CLOSED';
+}
+
+/**
+ * An unknown `--option=value` is echoed by commander whole: a guessed `--api-key=…` would put the key
+ * on standard error (and, with --json-log, in the log collector). The value is left out.
+ */
+export function maskOptionValues(text: string): string {
+  return text.replace(/(--?[A-Za-z][\w-]*)=[^\s'"]*/g, '$1=…');
 }
 
 /**

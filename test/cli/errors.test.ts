@@ -95,6 +95,16 @@ describe('errors a user can cause', () => {
     expect(JSON.parse(results[0]!.stderr)).toMatchObject({ code: 'E_INPUT', hint: expect.stringMatching(/check the path/) });
   });
 
+  it('leaves the value of an unknown --option=value out of the error, with or without --json-log (a guessed --api-key=…)', async () => {
+    const secret = 'made-up-secret-7f3a';
+    for (const extra of [[], ['--json-log']]) {
+      const result = await run([...extra, `--api-key=${secret}`]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("unknown option '--api-key=…'");
+      expect(result.stderr + result.stdout).not.toContain(secret);
+    }
+  });
+
   it.each([
     ['an unknown flag', ['--no-such-flag'], /^unknown option '--no-such-flag'$/],
     ['a bad flag value', ['--concurrency', 'lots'], /^option '--concurrency <n>' argument 'lots' is invalid/],
