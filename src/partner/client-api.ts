@@ -1,0 +1,111 @@
+/**
+ * What the partner client offers its callers (the pipeline, the `agents` command): its options,
+ * per-call hooks, the events it reports outside of calls, and the {@link PartnerClient} interface.
+ * The implementation, with the retry policy of contract §5, is `client.ts`.
+ */
+import type { BreakerState } from './circuit-breaker.js';
+import type { ConcurrencyLimiter } from './concurrency.js';
+import type { MetricsSample } from './metrics.js';
+import type { AgentValidateResponse, QuoteSuccessResponse } from './schemas.js';
+import type { AttemptRecord, CallOutcome, Operation } from './types.js';
+
+/** Options of `createPartnerClient` (`client.ts`). Defaults suit production; tests pass small time values. */
+export interface PartnerClientOptions {
+  /** The environment's base URL; `https://` except on loopback (see `assertSafeBaseUrl`). */
+  baseUrl: string;
+  /** Sent as `x-api-key`; never appears in an outcome, a message or an error, in any encoding. */
+  apiKey: string;
+  /** Requests in flight at most (the limiter's ceiling) and keep-alive sockets kept. Default 8. */
+  concurrency?: number;
+  /** Decides how many requests may be in flight; default a `FixedLimiter` of `concurrency`. */
+  limiter?: ConcurrencyLimiter;
+  /** Whole-request time-out in ms; the phase time-outs are derived from it. Default 30000. */
+  timeoutMs?: number;
+  /** Attempts per call for retryable failures (1 = no retry). Default 5. */
+  maxAttempts?: number;
+  /** At most this many attempts per second across the client; 0 = no cap. Default 0. */
+  rate?: number;
+  /** Consecutive transient failures of one operation that open its breaker; 0 = never. Default 10. */
+  maxConsecutiveFailures?: number;
+  /** Consecutive sends in doubt that open the quote/lead breaker. Default: `concurrency`. */
+  maxConsecutiveInDoubt?: number;
+  /** Halt when a breaker stays open this long without recovery (ms); 0 = never. Default 600000. */
+  maxOutageMs?: number;
+  /** A `Retry-After` longer than this (ms) halts the client instead of waiting. Default 300000. */
+  maxRetryAfterMs?: number;
+  /** First back-off ceiling in ms (full jitter, doubling per attempt). Default 500. */
+  backoffBaseMs?: number;
+  /** Largest back-off ceiling in ms. Default 30000. */
+  backoffCapMs?: number;
+  /** First pause between probes of an open breaker in ms; doubles per failed probe up to 30 s. Default 1000. */
+  breakerCooldownMs?: number;
+  /** Answer bodies are read up to this many bytes (decompressed); the rest is dropped. Default 1 MiB. */
+  maxBodyBytes?: number;
+  /** Source of jitter in [0, 1). Default `Math.random`. */
+  random?: () => number;
+  /** Told when a breaker opens or closes, a probe is made, or the client halts (for logs and the ledger). */
+  onEvent?: (event: ClientEvent) => void;
+}
+
+/** What the client tells its caller outside of calls. */
+export type ClientEvent =
+  | { type: 'breaker_open'; operation: BreakerName; reason: string; giveUpAt: Date | null }
+  | { type: 'breaker_closed'; operation: BreakerName; outageMs: number }
+  | { type: 'probe'; attempt: AttemptRecord; email: string; answered: boolean }
+  | { type: 'halt'; kind: HaltKind; reason: string; retryAfter?: Date };
+
+/**
+ * Why the client halted: `forbidden` the partner refused the key (401/403/407); `misrouted` it
+ * answered 404/405 or a redirect (base URL or endpoint wrong); `retry_after` it asked to wait longer
+ * than `maxRetryAfterMs` (`retryAfter`: when it may be asked again); `outage` a breaker stayed open
+ * beyond `maxOutageMs`; `in_doubt` too many sends in doubt while the partner was not answering.
+ */
+export type HaltKind = 'forbidden' | 'misrouted' | 'retry_after' | 'outage' | 'in_doubt';
+
+/** `validate`: agent validation; `submit`: quote and lead. */
+export type BreakerName = 'validate' | 'submit';
+
+/** Per-call hooks and cancellation. */
+export interface CallOptions {
+  /**
+   * Aborts the *waiting* (back-off, breaker, limiter, rate cap): the call then returns `retryable`
+   * with errorCode `aborted` without sending. A request already on the wire is never aborted: its
+   * answer is still awaited and recorded.
+   */
+  signal?: AbortSignal;
+  /**
+   * Called right before each attempt leaves, after all waits, and awaited: the pipeline durably
+   * marks the row `in_flight` here. If it throws (or rejects), nothing is sent and the call rejects
+   * with that error.
+   */
+  beforeSend?: (attempt: number) => void | Promise<void>;
+  /** Called after each attempt with its record (also found in `outcome.attempts`). */
+  onAttempt?: (attempt: AttemptRecord) => void;
+  /**
+   * Called when the call will send its request again, with the record of the attempt that did not
+   * take (answered with a refusal the contract retries, such as a 429, or never sent), and awaited
+   * before the back-off or `Retry-After` wait begins. The pipeline takes the row out of `in_flight`
+   * here: a run killed while it waits leaves the row to be sent again, not in doubt. If it throws
+   * (or rejects), the call rejects with that error.
+   */
+  beforeRetry?: (attempt: AttemptRecord) => void | Promise<void>;
+}
+
+export interface PartnerClient {
+  /** `POST /account/v1/agent/validate` (a read: every transport failure is retried). */
+  validateAgent(email: string, options?: CallOptions): Promise<CallOutcome<AgentValidateResponse>>;
+  /** `POST /partner/v2/policy/quote|lead` (a write: not resent once the body may have arrived). */
+  submit(operation: Operation, body: unknown, options?: CallOptions): Promise<CallOutcome<QuoteSuccessResponse>>;
+  /** Like {@link submit}, with the body already serialised (the pipeline checks its size first). */
+  submitJson(operation: Operation, json: string, options?: CallOptions): Promise<CallOutcome<QuoteSuccessResponse>>;
+  /** True once the client halted: every later call returns `retryable`/`halted` unsent. */
+  readonly halted: boolean;
+  /** Why it halted (one line, no secret), or null. */
+  readonly haltReason: string | null;
+  /** The quote/lead breaker's state (`validate` for agent validation's). */
+  breakerState(name?: BreakerName): BreakerState;
+  /** Requests allowed in flight now, requests in flight, and what was answered since the last sample. */
+  takeSample(): MetricsSample;
+  /** Destroys the keep-alive sockets and stops probing. */
+  close(): void;
+}
