@@ -105,7 +105,11 @@ export async function main(argv: readonly string[]): Promise<void> {
     .configureOutput({
       writeOut: io.out,
       writeErr: (text) => edge.commanderMessage(text),
-      outputError: (text, write) => (jsonLog ? edge.usageError(maskOptionValues(text), usageHint(argv.slice(2), program)) : write(maskOptionValues(text))),
+      outputError: (text, write) => {
+        const masked = maskOptionValues(text);
+        if (jsonLog) edge.usageError(masked, usageHint(argv.slice(2), program));
+        else write(masked);
+      },
     })
     .exitOverride()
     .hook('preAction', (_program, command) => {
@@ -165,7 +169,7 @@ function isOutputClosed(error: unknown): boolean {
  * An unknown `--option=value` is echoed by commander whole: a guessed `--api-key=…` would put the key
  * on standard error (and, with --json-log, in the log collector). The value is left out.
  */
-export function maskOptionValues(text: string): string {
+function maskOptionValues(text: string): string {
   return text.replace(/(--?[A-Za-z][\w-]*)=[^\s'"]*/g, '$1=…');
 }
 

@@ -98,13 +98,13 @@ const LINE_BREAK = String.raw`(?:\r\n?|\n|\\r(?:\\n)?|\\n|%0[dD](?:%0[aA])?|%0[a
 const LINE_BREAK_BEFORE = new RegExp(`${LINE_BREAK}$`);
 const LINE_BREAK_AT = new RegExp(LINE_BREAK, 'y');
 
-/** A regex alternative matching one base64 character in the forms {@link corePattern} allows. */
+/**
+ * A regex alternative matching one base64 character in the forms {@link corePattern} allows: a letter
+ * or digit raw; `+`, `/`, `-`, `_` also in the forms a character of the key itself is echoed in
+ * ({@link characterForms}: `\u002F`, `\/`, `%2f`…).
+ */
 function encodedCharForms(char: string): string {
-  if (/[0-9A-Za-z]/.test(char)) return char;
-  const code = (char.codePointAt(0) as number).toString(16).padStart(2, '0');
-  const forms = [escapeRegex(char), `\\\\u00${caseless(code)}`, `%${caseless(code)}`];
-  if (char === '/') forms.push('\\\\/');
-  return `(?:${forms.join('|')})`;
+  return /[0-9A-Za-z]/.test(char) ? char : characterForms(char);
 }
 
 /**
