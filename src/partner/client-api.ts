@@ -102,6 +102,8 @@ export interface PartnerClient {
   readonly halted: boolean;
   /** Why it halted (one line, no secret), or null. */
   readonly haltReason: string | null;
+  /** What kind of halt that was (see {@link HaltKind}), or null. */
+  readonly haltKind: HaltKind | null;
   /** The quote/lead breaker's state (`validate` for agent validation's). */
   breakerState(name?: BreakerName): BreakerState;
   /** Requests allowed in flight now, requests in flight, and what was answered since the last sample. */

@@ -72,6 +72,7 @@ class GotPartnerClient implements PartnerClient {
   readonly #closed = new AbortController();
   readonly #onEvent: (event: ClientEvent) => void;
   #haltReason: string | null = null;
+  #haltKind: HaltKind | null = null;
   #probing = false;
   #probeEmail = FALLBACK_PROBE_EMAIL;
 
@@ -130,6 +131,10 @@ class GotPartnerClient implements PartnerClient {
 
   get haltReason(): string | null {
     return this.#haltReason;
+  }
+
+  get haltKind(): HaltKind | null {
+    return this.#haltKind;
   }
 
   breakerState(name: BreakerName = 'submit'): BreakerState {
@@ -396,6 +401,7 @@ class GotPartnerClient implements PartnerClient {
   #haltWith(kind: HaltKind, reason: string, retryAfter?: Date): void {
     if (this.halted) return;
     this.#haltReason = this.#redactor.redact(reason);
+    this.#haltKind = kind;
     this.#halt.abort();
     this.#onEvent({ type: 'halt', kind, reason: this.#haltReason, ...(retryAfter === undefined ? {} : { retryAfter }) });
   }

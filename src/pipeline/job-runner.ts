@@ -9,7 +9,7 @@ import type { InputReader } from '../input/index.js';
 import { countUnfinished, FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowOutcome, type RowState } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatRowIssue, type CompiledMapping, type MappedRow } from '../mapping/index.js';
-import type { PartnerClient } from '../partner/index.js';
+import type { HaltKind, PartnerClient } from '../partner/index.js';
 import type { QuoteSuccessResponse } from '../partner/schemas.js';
 import type { CallOutcome, Environment, Operation } from '../partner/types.js';
 import { AgentResolver } from './agents.js';
@@ -60,6 +60,8 @@ export class JobRunner {
   /** Aborted on a halt or the user's stop: no new request leaves. */
   readonly #halt = new AbortController();
   #haltReason: string | null = null;
+  /** The client's kind of halt when the client halted the run (null for a stop of ours). */
+  #haltKind: HaltKind | null = null;
   rowsSkipped: number;
   stoppedByLimit = false;
   #rowsRead: number;
@@ -95,7 +97,7 @@ export class JobRunner {
     return this.#haltReason;
   }
 
-  async run(): Promise<{ end: RunEnd; haltReason: string | null; rowsRead: number }> {
+  async run(): Promise<{ end: RunEnd; haltReason: string | null; haltKind: HaltKind | null; rowsRead: number }> {
     const { options, book } = this;
     const onStop = (): void => this.#stopAll(typeof options.stop.reason === 'string' ? options.stop.reason : 'interrupted by the user');
     if (options.stop.aborted) onStop();
@@ -182,10 +184,10 @@ export class JobRunner {
     }
 
     if (this.#haltReason !== null) {
-      return { end: options.stop.aborted ? 'interrupted' : 'halted', haltReason: this.#haltReason, rowsRead: this.#rowsRead };
+      return { end: options.stop.aborted ? 'interrupted' : 'halted', haltReason: this.#haltReason, haltKind: this.#haltKind, rowsRead: this.#rowsRead };
     }
     const unfinished = countUnfinished(book.counts) > 0;
-    return { end: readToEnd && !unfinished ? 'completed' : 'unfinished', haltReason: null, rowsRead: this.#rowsRead };
+    return { end: readToEnd && !unfinished ? 'completed' : 'unfinished', haltReason: null, haltKind: null, rowsRead: this.#rowsRead };
   }
 
   snapshot(): ProgressSnapshot {
@@ -203,14 +205,17 @@ export class JobRunner {
     };
   }
 
-  #stopAll(reason: string): void {
-    if (this.#haltReason === null) this.#haltReason = reason;
+  #stopAll(reason: string, kind: HaltKind | null = null): void {
+    if (this.#haltReason === null) {
+      this.#haltReason = reason;
+      this.#haltKind = kind;
+    }
     this.#halt.abort();
   }
 
   /** After a call: a client that halted stops the whole run. */
   #checkClient(): void {
-    if (this.client.halted) this.#stopAll(this.client.haltReason ?? 'the partner client halted');
+    if (this.client.halted) this.#stopAll(this.client.haltReason ?? 'the partner client halted', this.client.haltKind);
   }
 
   #shouldSend(state: RowState): boolean {

@@ -14,7 +14,7 @@ import type { JobRecord, Ledger, ResumePoint, RowState } from '../ledger/index.j
 import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
 import { DEFAULT_INITIAL_WINDOW } from '../partner/adaptive-limiter.js';
-import type { ClientEvent, PartnerClient } from '../partner/index.js';
+import type { ClientEvent, HaltKind, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
 import { readStartingLimit } from '../report/timeline.js';
 import { TOOL_VERSION } from '../version.js';
@@ -83,6 +83,8 @@ export interface RunJobResult {
   resumed: boolean;
   end: RunEnd;
   haltReason: string | null;
+  /** What kind of halt stopped the run when the partner client did (null otherwise): the summary's advice follows it. */
+  haltKind: HaltKind | null;
   counts: Record<RowState, number>;
   newlyInDoubt: number;
   agentCalls: number;
@@ -170,7 +172,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       const counts = ledger.countsByState(latest.id);
       logger.info(`job ${latest.id} already completed on ${latest.finished_at ?? '?'}: nothing to send (use --fresh to run it again)`);
       return {
-        job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null,
+        job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
         emptyInput: latest.total_rows === 0, settledLimit: null, settledPace: null, exitCode: exitCodeFor('completed', counts),
       };
@@ -252,6 +254,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         resumed,
         end: outcome.end,
         haltReason: outcome.haltReason,
+        haltKind: outcome.haltKind,
         counts,
         newlyInDoubt,
         agentCalls: runner.agentCalls,

@@ -12,11 +12,22 @@ export function nextStep(result: RunJobResult): string {
   if (result.exitCode === 1) return 'job completed; some rows need their data fixed (invalid, rejected or agent_invalid)';
   const reason = result.haltReason ?? '';
   if (result.end === 'halted') {
-    if (reason.includes('refused the API key')) return 'job not completed: the partner refused the API key; fix QUOTE_BATCH_API_KEY / --api-key-file or --env, then run again to resume';
-    if (reason.includes('endpoint is wrong')) return 'job not completed: the partner says the endpoint is wrong; check --base-url / --env (and the gateway), then run again to resume';
-    if (reason.includes('asks to wait')) return `job not completed: ${reason}`;
-    if (reason.includes('did not recover')) return 'job not completed: the partner looks down; run the same command again later to resume';
-    return `job not completed (${reason}); run the same command again to resume`;
+    switch (result.haltKind) {
+      case 'forbidden':
+        return 'job not completed: the partner refused the API key; fix QUOTE_BATCH_API_KEY / --api-key-file or --env, then run again to resume';
+      case 'misrouted':
+        return 'job not completed: the partner says the endpoint is wrong; check --base-url / --env (and the gateway), then run again to resume';
+      case 'retry_after':
+        return `job not completed: ${reason}`;
+      case 'outage':
+        return 'job not completed: the partner looks down; run the same command again later to resume';
+      case 'in_doubt': {
+        // A resumed run does not resend rows in doubt: saying only "run again" would leave them.
+        return `job not completed: the partner stopped answering and ${result.counts.in_doubt} row(s) are in doubt; check them with the partner (quote-batch export --status in_doubt), settle them with \`quote-batch resolve\`, then run the same command again later to resume`;
+      }
+      default:
+        return `job not completed (${reason}); run the same command again to resume`;
+    }
   }
   if (result.end === 'interrupted') return 'job not completed (interrupted); run the same command again to resume';
   if (result.limitedTo !== null) return `job not completed: this run was limited to the first ${result.limitedTo} rows; run without --limit to send the rest`;

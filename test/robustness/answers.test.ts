@@ -360,6 +360,10 @@ describe('agent validation answers (contract §4, §5)', () => {
     );
     const result = await run(ledger);
     expect(result.code).toBe(3);
+    // The closing advice follows the kind of halt: the key, or the address.
+    expect(result.stdout).toContain(status === 401 || status === 403
+      ? 'exit 3: job not completed: the partner refused the API key; fix QUOTE_BATCH_API_KEY'
+      : 'exit 3: job not completed: the partner says the endpoint is wrong; check --base-url / --env');
     expect(partner?.received.quote).toBe(0);
     expect(trap.hits).toBe(0);
     // Only rows read ahead are recorded: pending, or invalid when they could not be mapped.
