@@ -101,6 +101,8 @@ export interface WindowState {
   readonly probingRateSince: number | undefined;
   /** When a 429 last cut. */
   readonly throttleCutAt: number;
+  /** When this run's pacing last started from unpaced sending (a 429 burst); -∞ if it never did. */
+  readonly pacingStartedAt: number;
   /** The highest rate the partner was seen to sustain over two seconds (at a 429), requests/s. */
   readonly peakAcceptedRate: number;
 }
@@ -174,6 +176,7 @@ export function createWindowState(ceiling: number, now: number, initialWindow: n
     rateUpdatedAt: now,
     probingRateSince: undefined,
     throttleCutAt: Number.NEGATIVE_INFINITY,
+    pacingStartedAt: Number.NEGATIVE_INFINITY,
     peakAcceptedRate: 0,
     ...paced,
   };
@@ -305,7 +308,8 @@ function onThrottled(state: WindowState, event: Extract<WindowEvent, { type: 'th
  * - the send rate less the share of 429s among the last answers: it follows a change at once, but
  *   the share lags the send rate.
  * A fair share of 429s means the rate or the cap has just changed (slow start, a lower cap): the
- * cut starts from the second estimate, and the pace returns to the first if that is higher. A stray
+ * cut starts from the second estimate (within a cap's second of pacing starting, from the higher
+ * of the two), and the pace returns to the first if that is higher. A stray
  * 429 means the pace has just crossed the cap: the cut starts from the first estimate, but never
  * more than `strayCutLimit` below the pace (the count may hold a stretch with little to send).
  *
@@ -318,7 +322,13 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
   let from: number;
   let target: number;
   if (event.throttledShare >= WINDOW_RULES.pacingShare) {
-    from = Math.min(pace, event.sendRate * (1 - event.throttledShare));
+    const sendEstimate = event.sendRate * (1 - event.throttledShare);
+    // Within a cap's second of pacing starting, the send rate and the share still describe the
+    // unpaced burst that started it, and the cap's count of it refuses requests the new pace sent:
+    // from them alone a cold start went from 58/s to 26 and 10 within 400 ms, against a cap of 40.
+    // The cut then goes no lower than what the partner was seen to accept.
+    const burst = event.sentAt < state.pacingStartedAt + WINDOW_RULES.throttleCutSpacingMs;
+    from = Math.min(pace, burst ? Math.max(sendEstimate, event.acceptedRate) : sendEstimate);
     target = Math.max(from, Math.min(pace, event.acceptedRate));
   } else {
     from = Math.min(pace, Math.max(event.acceptedRate, pace * (1 - WINDOW_RULES.strayCutLimit)));
@@ -336,6 +346,7 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
   return {
     ...state, window, slowStart: false, lastCutAt: now, throttleCutAt: now,
     rate, rateAtThrottle: target, rateUpdatedAt: now, probingRateSince: undefined,
+    pacingStartedAt: state.rate === undefined ? now : state.pacingStartedAt,
   };
 }
 

@@ -206,6 +206,29 @@ describe('429s while pacing', () => {
     expect(after.rate).toBeLessThan(42);
   });
 
+  it('within a cap\'s second of pacing starting, a fair share of 429s cuts no lower than what the partner accepted', () => {
+    // Pacing started at 5000 after slow start's burst: the answers since are that burst's 429s (66%
+    // of the last 50), the send rate is still its 81/s, and the cap's count of it refused this
+    // request, sent under the new pace. From those alone the pace would fall to 27.5/s × 0.95.
+    const state = pacing({ rate: 55, rateAtThrottle: 58, pacingStartedAt: 5000, throttleCutAt: 5000, lastCutAt: 5000, peakAcceptedRate: 28 });
+    const event = throttled({ sentAt: 5200, sendRate: 81, acceptedRate: 48, sustainedRate: 29, throttledShare: 0.66 });
+    const next = nextWindowState(state, event, 5400);
+    expect(next.rate).toBeCloseTo(48 * R.rateBackoff, 9);
+    expect(next.rateAtThrottle).toBe(48);
+    expect(next.pacingStartedAt).toBe(5000);
+    // A cap's second later the send rate less the share counts again: a cap that dropped is followed down.
+    const later = nextWindowState(state, { ...event, sentAt: 5000 + R.throttleCutSpacingMs }, 6200);
+    expect(later.rate).toBeCloseTo(81 * (1 - 0.66) * R.rateBackoff, 9);
+  });
+
+  it('records when pacing starts from unpaced sending, not when it cuts again', () => {
+    const started = nextWindowState(stateWith({ window: 30, smoothedLatencyMs: 200 }), throttled({ sentAt: 100, sendRate: 100, acceptedRate: 70, throttledShare: 0.4 }), 200);
+    expect(started.pacingStartedAt).toBe(200);
+    const again = nextWindowState(started, throttled({ sentAt: 1500, sendRate: 60, acceptedRate: 50, throttledShare: 0.3 }), 1700);
+    expect(again.rate).toBeLessThan(started.rate!);
+    expect(again.pacingStartedAt).toBe(200);
+  });
+
   it('stops pacing rather than spiral below a quarter of the best accepted rate (the 429s are not about our rate)', () => {
     const state = pacing({ rate: 12, peakAcceptedRate: 60 });
     const next = nextWindowState(state, throttled({ sentAt: 5000, sendRate: 12, acceptedRate: 8, throttledShare: 0.3 }), 6000);
