@@ -63,7 +63,9 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
     const pct = total > 0 ? ((100 * counts[state]) / total).toFixed(1) : '0.0';
     lines.push(`  ${state.padEnd(14)} ${String(counts[state]).padStart(8)}  ${pct.padStart(5)}%`);
   }
-  lines.push(`  ${'total'.padEnd(14)} ${String(total).padStart(8)}`);
+  // A run that stopped before it knew the end of the file counts only the rows it had read.
+  const unread = !result.alreadyCompleted && result.end !== 'completed' && job.total_rows === null;
+  lines.push(`  ${'total'.padEnd(14)} ${String(total).padStart(8)}${unread ? '  (rows read before the run stopped; the input may hold more)' : ''}`);
   const errors = readErrorGroups(ledger.db, job.id, { limit: SUMMARY_ERROR_KINDS, samples: 2 });
   if (errors.groups.length > 0) {
     lines.push('', `errors by kind (${errors.kinds} ${errors.kinds === 1 ? 'kind' : 'kinds'}, most rows first)`);

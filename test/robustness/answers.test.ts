@@ -366,6 +366,10 @@ describe('agent validation answers (contract §4, §5)', () => {
       : 'exit 3: job not completed: the partner says the endpoint is wrong; check --base-url / --env');
     expect(partner?.received.quote).toBe(0);
     expect(trap.hits).toBe(0);
+    // The summary counts the rows read ahead, and says the input may hold more.
+    const recorded = Object.values(readLedger(ledger).states).reduce((a, b) => a + b, 0);
+    expect(recorded).toBeLessThan(ROWS);
+    expect(result.stdout).toMatch(new RegExp(`\\n  total +${recorded}  \\(rows read before the run stopped; the input may hold more\\)\\n`));
     // Only rows read ahead are recorded: pending, or invalid when they could not be mapped.
     expect(Object.keys(readLedger(ledger).states).filter((s) => s !== 'pending' && s !== 'invalid')).toEqual([]);
     expect(readLedger(ledger).runs.at(-1)?.status).toBe('halted');
