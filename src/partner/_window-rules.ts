@@ -326,8 +326,8 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
     // Within a cap's second of pacing starting, the send rate and the share still describe the
     // unpaced burst that started it, and the cap's count of it refuses requests the new pace sent:
     // from them alone a cold start went from 58/s to 26 and 10 within 400 ms, against a cap of 40.
-    // The cut then goes no lower than what the partner was seen to accept.
-    const burst = event.sentAt < state.pacingStartedAt + WINDOW_RULES.throttleCutSpacingMs;
+    // The cut then starts from no lower than what the partner was seen to accept.
+    const burst = state.rate !== undefined && event.sentAt < state.pacingStartedAt + WINDOW_RULES.throttleCutSpacingMs;
     from = Math.min(pace, burst ? Math.max(sendEstimate, event.acceptedRate) : sendEstimate);
     target = Math.max(from, Math.min(pace, event.acceptedRate));
   } else {

@@ -156,8 +156,10 @@ export class JobRunner {
         dispatcher.submit(() => this.#sendRow(mapped, initial));
       }
       book.flushInserts();
-      // A reader stopped by its signal ends as if the file ended: that is not the end of the file.
-      if (this.#halt.signal.aborted || options.stop.aborted) readToEnd = false;
+      // A reader stopped by its signal (the user's stop) ends as if the file ended: that is not the
+      // end of the file. A halt of the client does not stop the reader: the loop breaks at the next
+      // row, so a loop that ended without a break while halted did read the last row.
+      if (options.stop.aborted) readToEnd = false;
       if (readToEnd) {
         options.ledger.setTotalRows(this.job.id, this.#rowsRead);
         this.#totalRows = this.#rowsRead;

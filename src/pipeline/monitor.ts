@@ -34,7 +34,7 @@ export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>): { cod
     case 'outage':
       return { code: 'E_CIRCUIT_OPEN', hint: 'the partner looks down: run the same command again later to resume (--max-outage sets how long a run waits for it)' };
     case 'in_doubt':
-      return { code: 'E_CIRCUIT_OPEN', hint: 'the partner stopped answering after requests were sent: check the rows in doubt (quote-batch export --status in_doubt) with the partner, then run the same command again later to resume' };
+      return { code: 'E_CIRCUIT_OPEN', hint: 'the partner stopped answering after requests were sent: check the rows in doubt (quote-batch export --status in_doubt) with the partner, settle them with `quote-batch resolve`, then run the same command again later to resume' };
   }
 }
 

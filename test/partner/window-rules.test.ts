@@ -221,6 +221,19 @@ describe('429s while pacing', () => {
     expect(later.rate).toBeCloseTo(81 * (1 - 0.66) * R.rateBackoff, 9);
   });
 
+  it.each<[string, Partial<WindowState>, Partial<Throttled>, number]>([
+    // Within the second, the higher of the two estimates: here the send rate less the share.
+    ['within the second, the send rate less the share when it is the higher', { pacingStartedAt: 5000 }, { sendRate: 81, throttledShare: 0.4, acceptedRate: 30 }, 81 * 0.6 * R.rateBackoff],
+    // A remembered pace (a warm start) did not start from a burst: no floor.
+    ['a paced (warm) start has no such second', createWindowState(32, 0, 4, 42), { acceptedRate: 48 }, 81 * 0.34 * R.rateBackoff],
+    // Pacing that ended and starts again is a start of its own (`cutRate` from no pace): no floor.
+    ['pacing starting again within the second of an earlier start', { rate: undefined, pacingStartedAt: 5000 }, { acceptedRate: 48 }, 81 * 0.34 * R.rateBackoff],
+  ])('%s', (_name, fields, event, rate) => {
+    const state = { ...pacing({ rate: 55, rateAtThrottle: 58, throttleCutAt: 5000, lastCutAt: 5000 }), ...fields };
+    const next = nextWindowState(state, throttled({ sentAt: 5200, sendRate: 81, throttledShare: 0.66, ...event }), 5400);
+    expect(next.rate).toBeCloseTo(rate, 9);
+  });
+
   it('records when pacing starts from unpaced sending, not when it cuts again', () => {
     const started = nextWindowState(stateWith({ window: 30, smoothedLatencyMs: 200 }), throttled({ sentAt: 100, sendRate: 100, acceptedRate: 70, throttledShare: 0.4 }), 200);
     expect(started.pacingStartedAt).toBe(200);

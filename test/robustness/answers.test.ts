@@ -5,6 +5,7 @@
  * in the state and exit code the table gives, no lead may reach the partner twice (also after the
  * partner recovers and the job is run again), and nothing may follow a redirect.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
@@ -351,6 +352,21 @@ describe('agent validation answers (contract §4, §5)', () => {
     const invalid = rows(ledger).filter((r) => r.state === 'invalid' && r.http_status === 400);
     expect(invalid.length).toBeGreaterThan(0);
     expect(invalid[0]?.error_message).toMatch(/email is not valid/);
+  });
+
+  it('a halt while the last row waits for room: the file was read to the end, so the total is the file\'s', async () => {
+    // 5 rows at --concurrency 1: rows 1–4 fill the queue and row 5 waits for room when row 1's quote is refused.
+    const { ledger } = await setUp((r) => (r.operation === 'quote' ? { kind: 'answer', status: 403, body: '{"message":"Forbidden"}' } : { kind: 'forward' }));
+    const five = tmp.path('five.csv');
+    writeFileSync(five, `${readFileSync(csv, 'utf8').split('\n').slice(0, 6).join('\n')}\n`);
+    const result = await runCli(
+      ['run', five, '--mapping', MAPPING_CSV, '--base-url', partner!.url, '--env', 'sandbox', '--ledger', ledger, '--quiet', '--concurrency', '1'],
+      { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY }, timeoutMs: 90_000 },
+    );
+    expect(result.code).toBe(3);
+    expect(partner?.received.quote).toBe(1);
+    expect(readLedger(ledger).jobs.at(-1)?.total_rows).toBe(5);
+    expect(result.stdout).toMatch(/\n {2}total +5\n/);
   });
 
   it.each([401, 403, 404, 405, 302])('%i: the run halts before any quote; rows stay pending; a later run completes', async (status) => {
