@@ -1,7 +1,7 @@
 /** `quote-batch check <input> --mapping <file>`: read, map and validate every row offline. */
 import { resolve } from 'node:path';
 import { describeErrorKind, type ErrorGroup } from '../error-groups.js';
-import { checkInput, loadMapping, shortName, type CheckSummary, type CoverageReport } from '../mapping/index.js';
+import { checkInput, DRAFT_PLACEHOLDER, loadMapping, shortName, type CheckSummary, type CoverageReport } from '../mapping/index.js';
 import type { RegisterCommand } from './context.js';
 
 interface CheckFlags {
@@ -24,7 +24,8 @@ export const registerCheck: RegisterCommand = (program, ctx) => {
       // Paths as the user typed them, not as resolved.
       summary.input = input;
       summary.mapping = flags.mapping;
-      ctx.io.out(flags.json === true ? `${JSON.stringify(toJson(summary), null, 2)}\n` : formatSummary(summary));
+      const placeholders = mapping.placeholders;
+      ctx.io.out(flags.json === true ? `${JSON.stringify({ ...(toJson(summary) as object), placeholders }, null, 2)}\n` : formatSummary(summary, placeholders));
       ctx.setExitCode(summary.interrupted ? 3 : summary.invalid > 0 ? 1 : 0);
     });
 };
@@ -38,7 +39,7 @@ function toJson(s: CheckSummary): unknown {
   return { ...s, errorGroups: s.errorGroups.map(group), warningGroups: s.warningGroups.map(group) };
 }
 
-function formatSummary(s: CheckSummary): string {
+function formatSummary(s: CheckSummary, placeholders: readonly string[]): string {
   const lines: string[] = [];
   const rate = s.durationMs > 0 ? ` (${Math.round((s.rows * 1000) / s.durationMs).toLocaleString('en-US')} rows/s)` : '';
   lines.push(`checked ${s.input} with ${s.mapping} (${s.format}): ${s.rows} rows in ${(s.durationMs / 1000).toFixed(2)} s${rate}`);
@@ -66,6 +67,10 @@ function formatSummary(s: CheckSummary): string {
     if (s.invalid > s.invalidRows.length) lines.push(`  … ${s.invalid - s.invalidRows.length} more (use --json, or preview --row N)`);
   }
   if (s.coverage !== undefined) lines.push('', ...formatCoverage(s.coverage, s.format));
+  if (placeholders.length > 0) {
+    lines.push('', 'left to decide in the mapping (`run` sends it only to the sandbox):');
+    for (const path of placeholders) lines.push(`  ${path}: still ${DRAFT_PLACEHOLDER}, the placeholder \`init\` wrote`);
+  }
   lines.push('', s.invalid === 0 ? 'all rows are valid' : `${s.invalid} of ${s.rows} rows are invalid and would not be sent`);
   return `${lines.join('\n')}\n`;
 }

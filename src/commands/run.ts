@@ -4,7 +4,8 @@ import { setFlagsFromString } from 'node:v8';
 import { Option } from 'commander';
 import { loadConfig, OPERATIONS, resolveConnection, STORE_REQUESTS, type StoreRequests } from '../config/index.js';
 import { Ledger } from '../ledger/index.js';
-import { loadMapping } from '../mapping/index.js';
+import { DRAFT_PLACEHOLDER, loadMapping } from '../mapping/index.js';
+import { QuoteBatchError } from '../errors.js';
 import type { Operation } from '../partner/types.js';
 import { createProgressReporter } from '../pipeline/progress.js';
 import { checkInputHeader, runJob } from '../pipeline/run-job.js';
@@ -113,6 +114,14 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     // Resolve the connection up front so a missing key or URL is a usage error before any work.
     const connectionFlags = { env: flags.env, baseUrl: flags.baseUrl, apiKeyFile: flags.apiKeyFile, config: flags.config };
     const connection = resolveConnection(connectionFlags, io.env, config, io.cwd);
+    // A value only the user can give, left as `init` drafted it, never reaches a real partner.
+    if (mapping.placeholders.length > 0) {
+      const what = `${mapping.placeholders.join(', ')} still ${mapping.placeholders.length === 1 ? 'holds' : 'hold'} ${DRAFT_PLACEHOLDER}, the placeholder \`init\` wrote`;
+      if (connection.environment !== 'sandbox') {
+        throw new QuoteBatchError('E_MAPPING', `${flags.mapping}: ${what}; nothing was sent to ${connection.environment}`, { hint: 'set the value the insurer gave you (your channel id) in the mapping, then run again' });
+      }
+      logger.warn(`${flags.mapping}: ${what}: the sandbox takes it, a real partner would not; set it before going live`, { event: 'mapping_placeholder' });
+    }
 
     // A missing column or unreadable input is a usage error before any ledger file is created.
     await checkInputHeader(inputPath, mapping);

@@ -14,7 +14,7 @@ import { mapRecord, setPath } from './_run.js';
 import { formatSegments } from './_request-paths.js';
 import { MappingFile } from './_schema.js';
 import { findClosest, shortName } from './_text.js';
-import type { CompiledMapping } from './types.js';
+import { DRAFT_PLACEHOLDER, type CompiledMapping } from './types.js';
 
 /** References a mapping may make to YAML anchors (`*name`) in all; more is refused (alias bombs). */
 const MAX_ALIASES = 100;
@@ -132,6 +132,7 @@ function createMapper(plan: MappingPlan, facts: PlanFacts, spec: MappingFile, fi
     sourcePaths,
     targetPaths: [...facts.targetPatterns],
     agentIdPath: formatSegments(plan.agentIdPath),
+    placeholders: Object.entries(spec.fields).filter(([, field]) => field.literal === DRAFT_PLACEHOLDER).map(([path]) => path),
     checkColumns(header) {
       const have = new Set(header);
       const missing = sourceColumns.filter((column) => !have.has(column));

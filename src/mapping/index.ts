@@ -8,6 +8,7 @@ export { loadMapping, compileMapping, type CompileOptions } from './compile.js';
 export { formatRowIssue } from './format.js';
 export { shortName } from './_text.js';
 export type { CompiledMapping, MappedRow, RowIssue } from './types.js';
+export { DRAFT_PLACEHOLDER } from './types.js';
 export { resolveInputOptions } from './input-options.js';
 export { checkInput, type CheckSummary, type CheckOptions, type InvalidRow, type RepeatedKey } from './check-input.js';
 export type { CoverageReport } from './coverage.js';

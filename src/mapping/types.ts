@@ -20,6 +20,8 @@ export interface CompiledMapping {
   readonly targetPaths: readonly string[];
   /** Where the run puts the agent id returned by validation (`channel.agent_id` by default). */
   readonly agentIdPath: string;
+  /** Request paths still set to `init`'s placeholder ({@link DRAFT_PLACEHOLDER}): a value to decide before a real run. */
+  readonly placeholders: readonly string[];
   /**
    * Throws E_MAPPING naming missing columns (with a did-you-mean hint), or when the mapping reads
    * nested NDJSON paths: call it once with the CSV header before any row.
@@ -60,3 +62,6 @@ export interface RowIssue {
   /** The offending value, when there was one. */
   received?: unknown;
 }
+
+/** What `init` writes where only the user can say the value (the channel id): never to be sent to a partner. */
+export const DRAFT_PLACEHOLDER = 'CHANGE-ME';

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { runCli } from '../helpers/cli.js';
@@ -38,6 +38,30 @@ describe('quote-batch init', () => {
     expect(content.groups[0]?.groups?.[0]?.key).toBe('D{n}_Inc{m}_Type');
     expect(init.stdout).toContain('compliance.consent_timestamp: { column: Submitted, type: timestamp, format: MM/DD/YYYY hh:mm A, zone: UTC }');
     expect(init.stdout).toContain('contact_info.phone: { column: "D{n}_Phone", type: digits }');
+  });
+
+  it('the channel id left as CHANGE-ME: check lists it, run sends it to the sandbox only (a real environment: exit 2, nothing sent)', async () => {
+    const draft = tmp.path('placeholder.yaml');
+    expect((await runCli(['init', SECOND, '--out', draft])).code).toBe(0);
+    const check = await runCli(['check', SECOND, '--mapping', draft]);
+    expect(check.code).toBe(0);
+    expect(check.stdout).toContain('left to decide in the mapping (`run` sends it only to the sandbox):\n  channel.channel_id: still CHANGE-ME, the placeholder `init` wrote\n');
+    const json = await runCli(['check', SECOND, '--mapping', draft, '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ placeholders: ['channel.channel_id'] });
+
+    // A real environment is refused before any ledger or connection: port 9 (discard) would refuse anyway.
+    const ledger = tmp.path('placeholder.db');
+    const uat = await runCli(['run', SECOND, '--mapping', draft, '--env', 'uat', '--base-url', 'http://127.0.0.1:9', '--ledger', ledger], { env: { QUOTE_BATCH_API_KEY: 'made-up-key-1' } });
+    expect(uat.code).toBe(2);
+    expect(uat.stderr).toContain('channel.channel_id still holds CHANGE-ME, the placeholder `init` wrote; nothing was sent to uat');
+    expect(existsSync(ledger)).toBe(false);
+
+    // The embedded sandbox takes it, with a warning.
+    const sandbox = await runCli(['run', SECOND, '--mapping', draft, '--env', 'sandbox', '--ledger', tmp.path('sandbox.db'), '--quiet', '--limit', '3'], { env: { QUOTE_BATCH_API_KEY: 'sandbox-key' } });
+    expect(sandbox.stderr).toContain('warning: ');
+    expect(sandbox.stderr).toContain('channel.channel_id still holds CHANGE-ME, the placeholder `init` wrote: the sandbox takes it, a real partner would not');
+    expect(sandbox.code).toBe(3);
+    expect(sandbox.stdout).toContain('exit 3: job not completed: this run was limited to the first 3 rows');
   });
 
   it('--out writes the draft and says what is left; an existing file is kept unless --force', async () => {

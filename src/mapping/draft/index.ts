@@ -10,6 +10,7 @@ import { renderDraft, type DraftField, type DraftGroup, type DraftMapping } from
 import type { SourceField, SourceGroup, SourceScope } from './sources.js';
 import { replaceMarks, stemEntity } from './groups.js';
 import { shortName } from '../_text.js';
+import { DRAFT_PLACEHOLDER } from '../types.js';
 import { guessShape, type ValueShape } from './values.js';
 
 export interface DraftInput {
@@ -123,7 +124,7 @@ class Drafter {
     this.unplaced.push(...lead.left.map((f) => sourceText(f)));
     if (draft.agent === undefined) this.findAgent(lead.left, draft);
     if (!draft.fields.some((f) => f.target === 'channel.channel_id')) {
-      draft.fields.unshift({ target: 'channel.channel_id', spec: { literal: 'CHANGE-ME' }, note: 'decide: your channel id, assigned by the insurer' });
+      draft.fields.unshift({ target: 'channel.channel_id', spec: { literal: DRAFT_PLACEHOLDER }, note: 'decide: your channel id, assigned by the insurer' });
     }
     this.unplaced.push(...this.braced);
     draft.rowKey = this.chooseRowKey(draft, scope.fields);
