@@ -43,7 +43,11 @@ export interface AttemptClass {
   retry: boolean;
   errorCode: string | null;
   breaker: BreakerSignal;
-  /** The partner asks for less load (429, or 503 with `Retry-After`): a signal for the limiter. */
+  /**
+   * The partner refuses our rate (429): the limiter's pacing signal. A 503, even with `Retry-After`, is
+   * an outage or an overload, not a rate limit: it cuts the window as an error does, and counts toward
+   * the breaker; its `Retry-After` still sets its own request's wait.
+   */
   throttled: boolean;
   /** Set for a 2xx whose body could not be read: the row succeeds, with this warning. */
   warning?: string;
@@ -56,19 +60,17 @@ export type Answer =
       status: number;
       /** The parsed JSON body; raw text when it was not JSON; null when empty. */
       body: unknown;
-      /** True when a `Retry-After` header came with it. */
-      hasRetryAfter?: boolean;
     }
   | { type: 'transport'; code: string; bodySent: boolean };
 
 /** Classifies one attempt's answer for an operation. */
 export function classifyAnswer(kind: AttemptKind, answer: Answer): AttemptClass {
   if (answer.type === 'transport') return classifyTransportFailure(kind, answer.code, answer.bodySent);
-  return classifyResponse(kind, answer.status, answer.body, answer.hasRetryAfter === true);
+  return classifyResponse(kind, answer.status, answer.body);
 }
 
 /** Classifies an HTTP answer by its status and, for a 2xx, by its body's `status`. */
-export function classifyResponse(kind: AttemptKind, status: number, body: unknown, hasRetryAfter = false): AttemptClass {
+export function classifyResponse(kind: AttemptKind, status: number, body: unknown): AttemptClass {
   const partnerCode = boundedCode(readString(body, 'error_code'));
   const base = { throttled: false };
   if (status >= 200 && status < 300) {
@@ -99,7 +101,7 @@ export function classifyResponse(kind: AttemptKind, status: number, body: unknow
   if (ENDPOINT_STATUSES.has(status)) return { ...base, outcome: 'misrouted', retry: false, errorCode: `http_${status}`, breaker: 'neutral' };
   if (status === 429) return { outcome: 'retryable', retry: true, errorCode: partnerCode ?? 'rate_limited', breaker: 'neutral', throttled: true };
   if (RETRYABLE_STATUSES.has(status)) {
-    return { outcome: 'retryable', retry: true, errorCode: partnerCode ?? `http_${status}`, breaker: 'failure', throttled: status === 503 && hasRetryAfter };
+    return { outcome: 'retryable', retry: true, errorCode: partnerCode ?? `http_${status}`, breaker: 'failure', throttled: false };
   }
   if (status >= 400 && status < 500) {
     return { ...base, outcome: 'rejected', retry: false, errorCode: partnerCode ?? `http_${status}`, breaker: 'success' };

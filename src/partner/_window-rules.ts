@@ -285,7 +285,7 @@ function endRound(state: WindowState, latency: number, now: number): WindowState
 }
 
 /**
- * A 429 (or 503 with `Retry-After`). A stray one cuts the window, like an error. Once 429s are a
+ * A 429. A stray one cuts the window, like an error. Once 429s are a
  * fair share of the answers (slow start overshot a rate cap; the cap dropped), the limiter paces
  * below what the partner accepted, cutting again once per round trip while the share stays that
  * high. While pacing, a stray 429 cuts the rate at most once per `throttleCutSpacingMs` (rate caps

@@ -384,7 +384,7 @@ class GotPartnerClient implements PartnerClient {
     const durationMs = Math.round(performance.now() - t0);
     const parsed = raw.type === 'response' ? this.#parseBody(raw.text, raw.truncated, raw.bytes) : { body: null, stored: null };
     const cls = classifyAnswer(kind, raw.type === 'response'
-      ? { type: 'response', status: raw.status, body: parsed.body, hasRetryAfter: raw.retryAfter !== undefined }
+      ? { type: 'response', status: raw.status, body: parsed.body }
       : raw);
     this.#metrics.record(durationMs, cls);
     const record: AttemptRecord = {

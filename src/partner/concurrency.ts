@@ -16,7 +16,7 @@ export interface AttemptSample {
   latencyMs: number;
   /**
    * - `ok`: the partner answered and is keeping up (2xx, or a final 4xx about the data);
-   * - `throttled`: 429, or 503 with `Retry-After`: the partner asks for less;
+   * - `throttled`: 429: the partner refuses our rate;
    * - `error`: a 5xx or a transport failure (refused, reset, time-out);
    * - `dropped`: nothing was learned (the slot was given back unused).
    */

@@ -14,9 +14,9 @@ export interface MetricsSample {
   paceRate: number | null;
   /** Attempts answered (or failed) since the last sample. */
   attempts: number;
-  /** Of those: 429, or 503 with Retry-After. */
+  /** Of those: answered 429. */
   throttled: number;
-  /** Of those: other transient failures (5xx, time-outs, resets). */
+  /** Of those: other transient failures (5xx, with or without Retry-After, time-outs, resets). */
   errors: number;
   /** Median latency of those attempts; null when there were none. */
   latencyP50Ms: number | null;

@@ -190,7 +190,7 @@ export interface ReportTimelineBucket {
   in_flight: number | null;
   /** Partner answers (or failed requests) in the samples. */
   attempts: number;
-  /** Of those, 429s (or 503s with `Retry-After`). */
+  /** Of those, 429s. */
   throttled: number;
   /** Of those, other transient failures. */
   errors: number;

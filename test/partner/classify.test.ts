@@ -7,7 +7,7 @@ const SUCCESS = { status: 'success', message: 'Processed successfully.', transac
 const VALID = { status: 'success', message: 'User verification success', data: { is_valid: true, agent_id: 'xyz-1' } };
 const NOT_VALID = { status: 'success', message: 'User not found.', data: { is_valid: false } };
 
-const response = (status: number, body: unknown = null, hasRetryAfter = false): Answer => ({ type: 'response', status, body, hasRetryAfter });
+const response = (status: number, body: unknown = null): Answer => ({ type: 'response', status, body });
 
 describe('quote and lead answers', () => {
   it.each([
@@ -28,11 +28,11 @@ describe('quote and lead answers', () => {
     ['405', response(405), 'misrouted', false, 'neutral', false, 'http_405'],
     ['301', response(301), 'misrouted', false, 'neutral', false, 'unexpected_redirect'],
     ['307', response(307), 'misrouted', false, 'neutral', false, 'unexpected_redirect'],
-    ['429', response(429, null, true), 'retryable', true, 'neutral', true, 'rate_limited'],
+    ['429', response(429), 'retryable', true, 'neutral', true, 'rate_limited'],
     ['500', response(500, { error_code: 'server_error' }), 'retryable', true, 'failure', false, 'server_error'],
     ['502', response(502), 'retryable', true, 'failure', false, 'http_502'],
-    ['503 without Retry-After', response(503), 'retryable', true, 'failure', false, 'http_503'],
-    ['503 with Retry-After', response(503, null, true), 'retryable', true, 'failure', true, 'http_503'],
+    // With or without Retry-After (its wait is the client's): an outage or overload, not a rate limit.
+    ['503', response(503), 'retryable', true, 'failure', false, 'http_503'],
     ['504', response(504), 'retryable', true, 'failure', false, 'http_504'],
     ['501 (a write may have applied)', response(501), 'in_doubt', false, 'in_doubt', false, 'http_501'],
     ['time-out after the body left', { type: 'transport', code: 'ETIMEDOUT', bodySent: true }, 'in_doubt', false, 'in_doubt', false, 'ETIMEDOUT'],

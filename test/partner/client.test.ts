@@ -403,11 +403,11 @@ describe('rate cap and circuit breaker', () => {
     expect((events[0] as { giveUpAt: Date }).giveUpAt).toBeInstanceOf(Date);
     expect(events.filter((e) => e.type === 'probe').length).toBe(stats.operations.validate.received);
     expect(events.at(-1)).toMatchObject({ type: 'halt', kind: 'outage' });
-    // Every answer was a 503 with Retry-After, the probes' too: the metrics count them all as
-    // throttled (the report's 429 share), none as errors.
+    // Every answer was a 503 with Retry-After, the probes' too: an outage, not a rate limit. The
+    // metrics count them all as errors, none as throttled (a 429), and the limiter never paced.
     const sample = client.takeSample();
     expect(sample.attempts).toBe(3 + stats.operations.validate.received);
-    expect(sample).toMatchObject({ throttled: sample.attempts, errors: 0 });
+    expect(sample).toMatchObject({ throttled: 0, errors: sample.attempts, paceRate: null });
 
     const later = keep(await client.validateAgent('valid.agent@example.test'));
     expect(later).toMatchObject({ kind: 'retryable', errorCode: 'halted', attempts: [], httpStatus: null });
