@@ -24,19 +24,22 @@ export const registerCheck: RegisterCommand = (program, ctx) => {
       // Paths as the user typed them, not as resolved.
       summary.input = input;
       summary.mapping = flags.mapping;
-      const placeholders = mapping.placeholders;
-      ctx.io.out(flags.json === true ? `${JSON.stringify({ ...(toJson(summary) as object), placeholders }, null, 2)}\n` : formatSummary(summary, placeholders));
+      const { placeholders } = mapping;
+      ctx.io.out(flags.json === true ? `${JSON.stringify(toJson(summary, placeholders), null, 2)}\n` : formatSummary(summary, placeholders));
       ctx.setExitCode(summary.interrupted ? 3 : summary.invalid > 0 ? 1 : 0);
     });
 };
 
-/** The JSON output: the summary, each group with its one-line description (the grouping key is internal). */
-function toJson(s: CheckSummary): unknown {
+/**
+ * The JSON output: the summary, each group with its one-line description (the grouping key is
+ * internal), and the mapping's fields still holding `init`'s placeholder.
+ */
+function toJson(s: CheckSummary, placeholders: readonly string[]): unknown {
   const group = (g: ErrorGroup): unknown => {
     const { key: _key, ...rest } = g;
     return { ...rest, description: describeErrorKind(g) };
   };
-  return { ...s, errorGroups: s.errorGroups.map(group), warningGroups: s.warningGroups.map(group) };
+  return { ...s, errorGroups: s.errorGroups.map(group), warningGroups: s.warningGroups.map(group), placeholders };
 }
 
 function formatSummary(s: CheckSummary, placeholders: readonly string[]): string {

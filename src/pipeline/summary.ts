@@ -10,8 +10,8 @@ export function nextStep(result: RunJobResult): string {
   if (result.exitCode === 0 && result.emptyInput) return 'job completed; the input had no data rows (nothing was sent)';
   if (result.exitCode === 0) return 'job completed; every row succeeded (or was a duplicate)';
   if (result.exitCode === 1) return 'job completed; some rows need their data fixed (invalid, rejected or agent_invalid)';
-  const reason = result.haltReason ?? '';
   if (result.end === 'halted') {
+    const reason = result.haltReason ?? '';
     switch (result.haltKind) {
       case 'forbidden':
         return 'job not completed: the partner refused the API key; fix QUOTE_BATCH_API_KEY / --api-key-file or --env, then run again to resume';
@@ -21,10 +21,9 @@ export function nextStep(result: RunJobResult): string {
         return `job not completed: ${reason}`;
       case 'outage':
         return 'job not completed: the partner looks down; run the same command again later to resume';
-      case 'in_doubt': {
+      case 'in_doubt':
         // A resumed run does not resend rows in doubt: saying only "run again" would leave them.
         return `job not completed: the partner stopped answering and ${result.counts.in_doubt} row(s) are in doubt; check them with the partner (quote-batch export --status in_doubt), settle them with \`quote-batch resolve\`, then run the same command again later to resume`;
-      }
       default:
         return `job not completed (${reason}); run the same command again to resume`;
     }
