@@ -1,6 +1,6 @@
 /**
  * Takes the API key out of text a partner sends back, in every form a partner (or a gateway, or a
- * debugging proxy) may echo it: raw, JSON-escaped character by character (`\u0063anary…`, `\/`),
+ * debugging proxy) may echo it: raw (in any case), JSON-escaped character by character (`\u0063anary…`, `\/`),
  * URL-encoded (`%63anary…`, `+` for a space), any mix of those, base64 (standard and URL-safe) and
  * hex (any mix of cases). Base64 is found with its `+`, `/`, `-`, `_` raw, JSON-escaped (`\/` as PHP
  * writes it, `\u002B`) or percent-encoded in either case (`%2B`, `%2f`; `%3D` for its `=` padding),
@@ -190,7 +190,18 @@ function widenAfter(text: string, at: number, fragment: Fragment): number {
 
 /** A regex alternative matching one character of the key in any of its echoed forms. */
 function characterForms(char: string): string {
-  const forms = new Set<string>([escapeRegex(char)]);
+  const forms = new Set<string>();
+  // In either case: a gateway or a logging proxy may echo a header's value lower- or upper-cased,
+  // and then escape it. A case that changes the length ('ß' → 'SS') is not one character's form.
+  for (const variant of new Set([char, char.toLowerCase(), char.toUpperCase()])) {
+    if ([...variant].length === 1) addForms(variant, forms);
+  }
+  return `(?:${[...forms].join('|')})`;
+}
+
+/** Adds the forms of one character, in its own case, to `forms`. */
+function addForms(char: string, forms: Set<string>): void {
+  forms.add(escapeRegex(char));
   // JSON: \uXXXX (any case of the hex digits; a character outside the BMP is two escapes).
   const units = [...Array(char.length).keys()].map((i) => char.charCodeAt(i));
   forms.add(units.map((u) => `\\\\u${caseless(u.toString(16).padStart(4, '0'))}`).join(''));
@@ -200,7 +211,6 @@ function characterForms(char: string): string {
   // URL encoding: %XX per UTF-8 byte (any case), + for a space (form encoding).
   forms.add([...Buffer.from(char, 'utf8')].map((b) => `%${caseless(b.toString(16).padStart(2, '0'))}`).join(''));
   if (char === ' ') forms.add('\\+');
-  return `(?:${[...forms].join('|')})`;
 }
 
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';

@@ -9,6 +9,10 @@ const urlEncodeAll = (text: string): string => [...Buffer.from(text)].map((b) =>
 describe('Redactor', () => {
   it.each([
     ['raw', KEY],
+    ['lower-cased (a gateway echoing the header)', KEY.toLowerCase()],
+    ['upper-cased', KEY.toUpperCase()],
+    ['lower-cased, then percent-encoded', urlEncodeAll(KEY.toLowerCase())],
+    ['lower-cased, then JSON-escaped', jsonEscapeAll(KEY.toLowerCase())],
     ['JSON.stringify', JSON.stringify(KEY).slice(1, -1)],
     ['every character \\u-escaped', jsonEscapeAll(KEY)],
     ['\\u-escaped in upper-case hex', jsonEscapeAll(KEY).toUpperCase().replace(/\\U/g, '\\u')],
