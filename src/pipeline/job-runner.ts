@@ -49,6 +49,8 @@ export interface ProgressSnapshot {
   totalBytes: number;
   /** Known once a run has read the whole file; an estimate is made from the bytes read before. */
   totalRows: number | null;
+  /** `--limit`: the run handles at most the first this many rows of the file. */
+  limit?: number | null;
   elapsedMs: number;
 }
 
@@ -203,6 +205,7 @@ export class JobRunner {
       lastOffset: this.#lastRead?.offset ?? 0,
       totalBytes: this.reader.totalBytes,
       totalRows: this.#totalRows,
+      limit: this.options.limit ?? null,
       elapsedMs: Date.now() - this.#startedAt,
     };
   }

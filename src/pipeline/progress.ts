@@ -80,11 +80,16 @@ export interface ProgressView {
 
 export function progressView(s: ProgressSnapshot): ProgressView {
   const done = s.rowsSkipped + s.rowsDoneThisRun;
+  // Under --limit the run ends at the limit: the total (and the ETA) is the limit, unless the file
+  // holds fewer rows. It is sure once the rows up to the limit have been read.
+  const fileTotal = estimateTotalRows(s);
+  const limit = s.limit ?? null;
+  const total = limit === null ? fileTotal : fileTotal === 0 ? limit : Math.min(limit, fileTotal);
   return {
     jobId: s.jobId,
     done,
-    total: Math.max(done, estimateTotalRows(s)),
-    estimated: s.totalRows === null,
+    total: Math.max(done, total),
+    estimated: s.totalRows === null && (limit === null || s.rowsRead < limit),
     rowsPerSecond: s.elapsedMs > 0 ? (1000 * s.rowsDoneThisRun) / s.elapsedMs : 0,
     elapsedMs: s.elapsedMs,
     counts: s.counts,

@@ -96,6 +96,22 @@ describe('progressView', () => {
     expect(progressView(snapshot({}))).toMatchObject({ done: 100, total: 1000, estimated: true, rowsPerSecond: 30 });
     expect(progressView(snapshot({ totalRows: 950 }))).toMatchObject({ done: 100, total: 950, estimated: false });
   });
+
+  it('under --limit, counts to the limit (or to the end of a shorter file)', () => {
+    // [limit, rows read, file total known, expected total, estimated]: the estimate from the bytes is 1000 rows.
+    const cases: [number | null, number, number | null, number, boolean][] = [
+      [null, 100, null, 1000, true],
+      [300, 100, null, 300, true], // the file may yet end before row 300
+      [300, 300, null, 300, false], // row 300 read: the run ends there
+      [5000, 100, null, 1000, true], // the file looks shorter than the limit
+      [5000, 950, 950, 950, false],
+      [300, 0, null, 300, true], // nothing read yet: the limit is the best guess
+    ];
+    for (const [limit, rowsRead, totalRows, total, estimated] of cases) {
+      const view = progressView(snapshot({ limit, rowsRead, totalRows, ...(rowsRead === 0 ? { bytesRead: 0, lastOffset: 0, rowsDoneThisRun: 0, rowsSkipped: 0 } : {}) }));
+      expect({ total: view.total, estimated: view.estimated }, `limit ${limit}, ${rowsRead} read`).toEqual({ total, estimated });
+    }
+  });
 });
 
 describe('the progress bar on a terminal', () => {
