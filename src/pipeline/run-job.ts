@@ -170,7 +170,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     const latest = options.fresh ? undefined : ledger.latestJobOf(identity);
     if (latest?.status === 'completed') {
       const counts = ledger.countsByState(latest.id);
-      logger.info(`job ${latest.id} already completed on ${latest.finished_at ?? '?'}: nothing to send (use --fresh to run it again)`);
+      logger.info(`job ${latest.id} already completed on ${latest.finished_at ?? '?'}: nothing to send (use --fresh to run it again)`, { event: 'already_completed', job: latest.id });
       return {
         job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
@@ -198,20 +198,23 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       }, { onlyIfFirst: !options.fresh });
       const { run, crashedRuns, newlyInDoubt } = ledger.startRun(job.id, JSON.stringify(options.options), TOOL_VERSION);
       if (resumed) {
-        logger.info(`resuming job ${job.id} (run ${run.id})`, { job: job.id, run: run.id });
+        logger.info(`resuming job ${job.id} (run ${run.id})`, { event: 'job_resumed', job: job.id, run: run.id });
       } else {
-        logger.info(`started job ${job.id} (run ${run.id})`, { job: job.id, run: run.id });
+        logger.info(`started job ${job.id} (run ${run.id})`, { event: 'job_started', job: job.id, run: run.id });
       }
       if (startAt !== null) {
         logger.info(startAt.message, { event: 'warm_start', limit: startAt.limit, warm: startAt.warm, pace: startAt.pace, from_job: startAt.jobId, from_run: startAt.runId });
       }
-      if (crashedRuns > 0) logger.warn(`${crashedRuns} earlier run(s) of job ${job.id} ended without recording it (crash or kill)`);
+      if (crashedRuns > 0) {
+        logger.warn(`${crashedRuns} earlier run(s) of job ${job.id} ended without recording it (crash or kill)`, { event: 'crashed_runs', job: job.id, runs: crashedRuns, newly_in_doubt: newlyInDoubt });
+      }
       const inDoubtNow = ledger.countsByState(job.id).in_doubt;
       if (inDoubtNow > 0) {
         logger.warn(
           options.resendInDoubt
             ? `${inDoubtNow} row(s) in doubt will be sent again (--resend-in-doubt)`
             : `${inDoubtNow} row(s) are in doubt (they may have reached the partner): not resent; list them with \`quote-batch export --status in_doubt\`, resend with --resend-in-doubt`,
+          { event: 'rows_in_doubt', job: job.id, rows: inDoubtNow, resend: options.resendInDoubt },
         );
       }
       const { reader: jobReader, start } = await openFromResumePoint(options, reader, ledger.resumePoint(job), logger);
@@ -289,10 +292,10 @@ async function openFromResumePoint(
   try {
     const resumed = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, options.mapping), start: point, signal: options.stop });
     await reader.close();
-    logger.info(`skipping rows 1-${point.rowNumber - 1}: already final (reading from line ${point.line})`);
+    logger.info(`skipping rows 1-${point.rowNumber - 1}: already final (reading from line ${point.line})`, { event: 'resume_point', row: point.rowNumber, line: point.line });
     return { reader: resumed, start: point };
   } catch (error) {
-    logger.warn(`cannot resume reading at row ${point.rowNumber} (${(error as Error).message}); reading from the start`);
+    logger.warn(`cannot resume reading at row ${point.rowNumber} (${(error as Error).message}); reading from the start`, { event: 'resume_point_unusable', row: point.rowNumber });
     return { reader, start: undefined };
   }
 }

@@ -5,6 +5,7 @@
  * (E_CIRCUIT_OPEN). The summary line after it carries the exit code too. The real CLI against the
  * sandbox over HTTP on loopback; the key is a canary that no line may hold.
  */
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
@@ -43,6 +44,8 @@ describe('--json-log: the halt line carries code, hint and exit_code', () => {
     expect(halt).toMatchObject({ level: 'error', code, exit_code: 3, msg: expect.stringMatching(/^halting: /) });
     expect(halt.hint).toEqual(expect.stringMatching(hint));
     expect(lines.at(-1)).toMatchObject({ level: 'warn', event: 'summary', end: 'halted', exit_code: 3 });
+    // Every line says what it is about: a log collector filters on `event`.
+    for (const line of lines) expect(line.event, JSON.stringify(line)).toEqual(expect.any(String));
     // Every error line carries what README promises of error lines.
     for (const line of lines.filter((l) => l.level === 'error')) {
       expect(line, JSON.stringify(line)).toEqual(expect.objectContaining({ code: expect.any(String), hint: expect.any(String), exit_code: 3 }));
@@ -79,5 +82,23 @@ describe('--json-log: the halt line carries code, hint and exit_code', () => {
       'E_CIRCUIT_OPEN',
       /run the same command again later/,
     );
+  });
+
+  it('a run resumed after a kill: its warnings (a crashed run, rows in doubt) and its info lines carry an event too', async () => {
+    sandbox = await startCanarySandbox();
+    const first = await run(sandbox.url, ['--limit', '40']);
+    expect(first.result.code, first.result.stderr).toBe(3);
+    // What `kill -9` leaves: the run still marked running, a row marked in flight.
+    const db = new Database(tmp.path('l.db'));
+    db.prepare(`UPDATE runs SET status = 'running', finished_at = NULL`).run();
+    db.prepare(`UPDATE rows SET state = 'in_flight' WHERE row_number = 3`).run();
+    db.close();
+    const { result, lines } = await run(sandbox.url, []);
+    expect(result.code, result.stderr).toBe(3); // row 3 stays in doubt
+    expect(lines.find((l) => l.event === 'crashed_runs')).toMatchObject({ level: 'warn', job: 1, runs: 1, newly_in_doubt: 1 });
+    expect(lines.find((l) => l.event === 'rows_in_doubt')).toMatchObject({ level: 'warn', job: 1, rows: 1, resend: false });
+    expect(lines.find((l) => l.event === 'job_resumed')).toMatchObject({ level: 'info', job: 1 });
+    for (const line of lines) expect(line.event, JSON.stringify(line)).toEqual(expect.any(String));
+    expectNoSecrets('resumed', [first.result, result], tmp.path('l.db'));
   });
 });
