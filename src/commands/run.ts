@@ -35,6 +35,7 @@ interface RunFlags {
   fresh?: boolean;
   retryFailed?: boolean;
   resendInDoubt?: boolean;
+  resendSent?: boolean;
   storeRequests?: StoreRequests;
   maxConsecutiveFailures?: number;
   maxOutage?: number;
@@ -68,6 +69,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     .option('--retry-failed', 'resend rows left failed by an earlier run (default)')
     .option('--no-retry-failed', 'leave rows left failed by an earlier run alone')
     .option('--resend-in-doubt', 'also resend rows left in_doubt (they may have reached the partner)')
+    .option('--resend-sent', 'also send rows whose key another job of this ledger already sent to this environment (else: duplicate)')
     .addOption(new Option('--store-requests <mode>', 'how much of each request the ledger keeps (default masked)').choices(STORE_REQUESTS))
     .option('--max-consecutive-failures <n>', 'consecutive transient failures of one operation that open the circuit breaker (default 10)', parseNumberIn('--max-consecutive-failures', 1, 1e6, true))
     .option('--max-outage <duration>', 'halt (exit 3) when the partner has not recovered this long after the breaker opened, e.g. 90s, 10m; 0 = wait for ever (default 10m)', parseDurationFlag('--max-outage', 0))
@@ -103,6 +105,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       adaptive: flags.adaptive ?? d.adaptive ?? true,
       retryFailed: flags.retryFailed ?? d['retry-failed'] ?? true,
       resendInDoubt: flags.resendInDoubt ?? d['resend-in-doubt'] ?? false,
+      // Never from the config file: sending a lead again is decided run by run.
+      resendSent: flags.resendSent ?? false,
       fresh: flags.fresh ?? false,
       limit: flags.limit,
     };
@@ -181,6 +185,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         fresh: settings.fresh,
         retryFailed: settings.retryFailed,
         resendInDoubt: settings.resendInDoubt,
+        resendSent: settings.resendSent,
         storeRequests: settings.storeRequests,
         options: { ...settings, input, mapping: flags.mapping, environment: connection.environment, ledger: ledgerPath },
         stop: stop.signal,

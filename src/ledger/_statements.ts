@@ -36,7 +36,13 @@ const SQL = {
   // INDEXED BY: without statistics the planner scans the job's rows for the NOT IN, which
   // makes every read slower than the last on a large file.
   hasRowKey:
-    `SELECT 1 FROM rows INDEXED BY rows_key WHERE job_id = ? AND row_key = ? AND state NOT IN ('duplicate', 'invalid') LIMIT 1`,
+    `SELECT 1 FROM rows INDEXED BY rows_key_job WHERE job_id = ? AND row_key = ? AND state NOT IN ('duplicate', 'invalid') LIMIT 1`,
+  sentByOtherJob:
+    `SELECT r.job_id, r.row_number, r.state FROM rows r INDEXED BY rows_key_job JOIN jobs j ON j.id = r.job_id
+     WHERE r.row_key = ? AND r.state IN ('succeeded', 'in_doubt') AND r.job_id != ? AND j.environment = ? AND j.operation = ?
+       AND r.row_key != 'row-' || r.row_number
+     ORDER BY r.job_id LIMIT 1`,
+  countSentByOtherJob: `SELECT COUNT(*) AS n FROM rows WHERE job_id = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'`,
   insertRow:
     `INSERT INTO rows (job_id, row_number, row_key, agent_email, state, error_code, error_message, input_issues_json,
        source_offset, source_line, updated_at)

@@ -15,7 +15,7 @@ import { openDatabase } from './_open.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
 import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from './schema.js';
-import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RowOutcome, RunRecord, RunSample } from './types.js';
+import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
 
 export const now = (): string => new Date().toISOString();
 
@@ -300,6 +300,20 @@ export class Ledger {
   /** True when an earlier row of the job (any state but `duplicate`/`invalid`) has this key. */
   hasRowKey(jobId: number, rowKey: string): boolean {
     return this.stmts.hasRowKey.get(jobId, boundKey(rowKey)) !== undefined;
+  }
+
+  /**
+   * A row of another job of this environment and operation with this key that reached the partner
+   * (`succeeded`) or may have (`in_doubt`), if any. Keys made from a row number (`row-<n>`, when
+   * the mapping names no key) say nothing across files and never match.
+   */
+  sentByOtherJob(jobId: number, environment: string, operation: string, rowKey: string): SentRow | undefined {
+    return this.stmts.sentByOtherJob.get(boundKey(rowKey), jobId, environment, operation) as SentRow | undefined;
+  }
+
+  /** Rows of `jobId` recorded `duplicate` because another job had sent their lead (see {@link sentByOtherJob}). */
+  countSentByOtherJob(jobId: number): number {
+    return (this.stmts.countSentByOtherJob.get(jobId) as { n: number }).n;
   }
 
   insertRows(jobId: number, rows: readonly NewRow[]): void {

@@ -220,6 +220,15 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE run_samples ADD COLUMN pace_rate REAL;
   `,
+  // 5: row keys across jobs: a new job in uat or production records a row whose lead another job
+  // already sent as a duplicate instead of sending it again (an input fixed in place is a new job).
+  // The key first serves that lookup and the duplicate check within a job alike, so it replaces
+  // rows_key (job_id, row_key) rather than adding a second index to every insert. Not a partial
+  // index of the sent rows: that one is written at each outcome's commit, one random page a row.
+  `
+  CREATE INDEX rows_key_job ON rows (row_key, job_id);
+  DROP INDEX rows_key;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -48,6 +48,13 @@ export interface RunRecord {
   heartbeat_at: string | null;
 }
 
+/** A row of an earlier job that sent (or may have sent) the same lead. */
+export interface SentRow {
+  job_id: number;
+  row_number: number;
+  state: 'succeeded' | 'in_doubt';
+}
+
 export interface NewRow {
   rowNumber: number;
   rowKey: string | null;

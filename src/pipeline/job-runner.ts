@@ -6,7 +6,7 @@
  */
 import type { StoreRequests } from '../config/index.js';
 import type { InputReader } from '../input/index.js';
-import { countUnfinished, FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowOutcome, type RowState } from '../ledger/index.js';
+import { countUnfinished, FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowOutcome, type RowState, type SentRow } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatRowIssue, type CompiledMapping, type MappedRow } from '../mapping/index.js';
 import type { HaltKind, PartnerClient } from '../partner/index.js';
@@ -30,6 +30,12 @@ export interface JobRunnerOptions {
   limit?: number | undefined;
   retryFailed: boolean;
   resendInDoubt: boolean;
+  /**
+   * Send a row even when another job of this environment and operation already sent its key
+   * (`--resend-sent`). Without it such a row is recorded `duplicate` in uat and production; the
+   * sandbox sends it and warns once.
+   */
+  resendSent?: boolean;
   storeRequests: StoreRequests;
   stop: AbortSignal;
   logger: Logger;
@@ -66,6 +72,10 @@ export class JobRunner {
   #haltKind: HaltKind | null = null;
   rowsSkipped: number;
   stoppedByLimit = false;
+  /** Rows recorded `duplicate` because another job already sent their key. */
+  rowsSentBefore = 0;
+  /** False once the sandbox warned of a key sent by another job (it looks no further). */
+  #lookForSentKeys: boolean;
   #rowsRead: number;
   #lastRead: ResumePoint | undefined;
   #totalRows: number | null;
@@ -83,6 +93,7 @@ export class JobRunner {
     this.rowsSkipped = this.#rowsRead;
     this.#totalRows = job.total_rows;
     this.book = new RowBook(options.ledger, job.id, runId, start);
+    this.#lookForSentKeys = options.resendSent !== true;
     const warnedAgents = new Set<string>();
     this.#agents = new AgentResolver(client, options.ledger, options.environment, job.id, runId, { signal: this.#halt.signal }, (email) => {
       if (warnedAgents.has(email)) return;
@@ -245,8 +256,42 @@ export class JobRunner {
       });
       return 'duplicate';
     }
+    const sent = this.#sentByOtherJob(mapped);
+    if (sent !== undefined) {
+      this.rowsSentBefore += 1;
+      const message = `row key "${mapped.rowKey}" was already sent to the partner by job ${sent.job_id} (its row ${sent.row_number}, ${sent.state}); not sent again (--resend-sent sends it)`;
+      this.book.record(undefined, { ...base, state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: bounded(message) });
+      if (this.rowsSentBefore === 1) {
+        this.options.logger.warn(
+          `row ${mapped.rowNumber}: ${message}; so is every row of this run whose lead another job already sent to ${this.options.environment}`,
+          { event: 'sent_by_other_job', row: mapped.rowNumber, job: sent.job_id },
+        );
+      }
+      return 'duplicate';
+    }
     this.book.record(undefined, { ...base, state: 'pending' });
     return 'pending';
+  }
+
+  /**
+   * The row of another job (same ledger, environment and operation) that already sent this row's
+   * lead, when this row must not be sent again. An input edited in place, or the same file run with
+   * `--fresh`, is a new job: without this its leads would all reach the partner a second time. The
+   * sandbox is started anew for each run, so there the row is sent: only the first such row is
+   * looked for, and warned of.
+   */
+  #sentByOtherJob(mapped: MappedRow): SentRow | undefined {
+    if (!this.#lookForSentKeys || mapped.rowKey === `row-${mapped.rowNumber}`) return undefined;
+    const { ledger, environment, operation, logger } = this.options;
+    const sent = ledger.sentByOtherJob(this.job.id, environment, operation, mapped.rowKey);
+    if (sent === undefined || environment !== 'sandbox') return sent;
+    this.#lookForSentKeys = false;
+    logger.warn(
+      `row ${mapped.rowNumber}: its row key "${mapped.rowKey}" was already sent by job ${sent.job_id} (its row ${sent.row_number}, ${sent.state}); ` +
+        'in the sandbox such rows are sent again; in uat and production they are recorded duplicate, not sent (unless --resend-sent)',
+      { event: 'sent_by_other_job', row: mapped.rowNumber, job: sent.job_id },
+    );
+    return undefined;
   }
 
   async #sendRow(mapped: MappedRow, initial: RowState): Promise<void> {

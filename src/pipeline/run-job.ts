@@ -65,6 +65,8 @@ export interface RunJobOptions {
   fresh: boolean;
   retryFailed: boolean;
   resendInDoubt: boolean;
+  /** `--resend-sent`: also send rows whose key another job of this environment and operation sent. */
+  resendSent?: boolean;
   storeRequests: StoreRequests;
   /** Recorded in `runs.options_json` (no secret in it). */
   options: Record<string, unknown>;
@@ -170,7 +172,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     const latest = options.fresh ? undefined : ledger.latestJobOf(identity);
     if (latest?.status === 'completed') {
       const counts = ledger.countsByState(latest.id);
-      logger.info(`job ${latest.id} already completed on ${latest.finished_at ?? '?'}: nothing to send (use --fresh to run it again)`, { event: 'already_completed', job: latest.id });
+      const again = options.environment === 'sandbox' ? 'use --fresh to run it again' : 'use --fresh to run it again, and --resend-sent to send again what it sent';
+      logger.info(`job ${latest.id} already completed on ${latest.finished_at ?? '?'}: nothing to send (${again})`, { event: 'already_completed', job: latest.id });
       return {
         job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,

@@ -73,6 +73,13 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
       lines.push(`  … ${errors.kinds - errors.groups.length} more: quote-batch report --ledger ${ledger.path} --job ${job.id}`);
     }
   }
+  const sentBefore = counts.duplicate > 0 ? ledger.countSentByOtherJob(job.id) : 0;
+  if (sentBefore > 0) {
+    lines.push('', `${sentBefore} duplicate row(s) were not sent: another job of this ledger had already sent their leads to ${job.environment}`,
+      '(a changed input or mapping, or --fresh, makes a new job). List them with',
+      `  quote-batch export --ledger ${ledger.path} --job ${job.id} --status duplicate`,
+      'To send them all the same, run again with --fresh --resend-sent.');
+  }
   if (counts.in_doubt > 0) {
     lines.push('', `${counts.in_doubt} row(s) in doubt: they may have reached the partner. List them with`,
       `  quote-batch export --ledger ${ledger.path} --job ${job.id} --status in_doubt`,
