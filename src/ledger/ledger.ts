@@ -411,7 +411,7 @@ export class Ledger {
   recordRunSample(runId: number, sample: RunSample): void {
     this.stmts.insertRunSample.run(
       runId, Math.round(sample.elapsedMs), now(), sample.concurrencyLimit, sample.inFlight, sample.attempts,
-      sample.throttled, sample.errors, sample.rowsDone, sample.latencyP50Ms, sample.paceRate ?? null,
+      sample.throttled, sample.errors, sample.rowsDone, sample.latencyP50Ms, sample.paceRate ?? null, sample.inFlightMax ?? null,
     );
   }
 

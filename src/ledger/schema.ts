@@ -225,9 +225,12 @@ export const MIGRATIONS: readonly string[] = [
   // The key first serves that lookup and the duplicate check within a job alike, so it replaces
   // rows_key (job_id, row_key) rather than adding a second index to every insert. Not a partial
   // index of the sent rows: that one is written at each outcome's commit, one random page a row.
+  // run_samples.in_flight_max: the most requests in flight at once during the sample (in_flight is
+  // the count at its end: a run shorter than a second had only its last sample, with none in flight).
   `
   CREATE INDEX rows_key_job ON rows (row_key, job_id);
   DROP INDEX rows_key;
+  ALTER TABLE run_samples ADD COLUMN in_flight_max INTEGER;
   `,
 ];
 

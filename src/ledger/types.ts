@@ -80,6 +80,8 @@ export interface RunSample {
   latencyP50Ms: number | null;
   /** Requests per second the adaptive limiter paced sends at; null or absent when it did not pace (migration 4). */
   paceRate?: number | null;
+  /** The most requests in flight at once during the sample; null or absent when not known (migration 5). */
+  inFlightMax?: number | null;
 }
 
 export interface RowOutcome {

@@ -86,6 +86,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   #taken = 0;
   /** Of those, requests sent and not answered. */
   #inFlight = 0;
+  #peakInFlight = 0;
   readonly #waiters: Waiter[] = [];
   /** When pacing lets the next request leave. */
   #nextSendAt = Number.NEGATIVE_INFINITY;
@@ -125,6 +126,12 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   /** Pacing rate in requests/s, or null when not pacing. */
   get rate(): number | null {
     return this.#state.rate ?? null;
+  }
+
+  takePeakInFlight(): number {
+    const peak = this.#peakInFlight;
+    this.#peakInFlight = this.#inFlight;
+    return peak;
   }
 
   snapshot(): AdaptiveLimiterSnapshot {
@@ -214,6 +221,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         sentAt = this.#clock.now();
         this.#sent.add(sentAt);
         this.#inFlight += 1;
+        this.#peakInFlight = Math.max(this.#peakInFlight, this.#inFlight);
         inFlightAtSend = this.#inFlight;
       },
       release: (sample: AttemptSample) => {

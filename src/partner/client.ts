@@ -142,7 +142,7 @@ class GotPartnerClient implements PartnerClient {
   }
 
   takeSample(): MetricsSample {
-    return this.#metrics.take(this.#limiter.limit, this.#limiter.inFlight, this.#limiter.rate);
+    return this.#metrics.take(this.#limiter.limit, this.#limiter.inFlight, this.#limiter.takePeakInFlight(), this.#limiter.rate);
   }
 
   // async, so that even a programming error arrives as a rejection.

@@ -40,6 +40,8 @@ export interface ConcurrencyLimiter {
   readonly limit: number;
   /** Requests sent and not yet answered (slots taken whose request has left). */
   readonly inFlight: number;
+  /** The most requests in flight at once since the last call (at least those in flight now); starts anew. */
+  takePeakInFlight(): number;
   /** Requests per second the limiter paces sends at; null when it does not pace. */
   readonly rate: number | null;
 }
@@ -53,6 +55,7 @@ export class FixedLimiter implements ConcurrencyLimiter {
   /** Slots taken and not given back. */
   #taken = 0;
   #inFlight = 0;
+  #peakInFlight = 0;
   readonly #waiters: (() => void)[] = [];
 
   constructor(limit: number) {
@@ -70,6 +73,12 @@ export class FixedLimiter implements ConcurrencyLimiter {
 
   get rate(): null {
     return null;
+  }
+
+  takePeakInFlight(): number {
+    const peak = this.#peakInFlight;
+    this.#peakInFlight = this.#inFlight;
+    return peak;
   }
 
   async acquire(signals: readonly (AbortSignal | undefined)[] = []): Promise<ConcurrencySlot | 'aborted'> {
@@ -92,6 +101,7 @@ export class FixedLimiter implements ConcurrencyLimiter {
         if (sent || released) return;
         sent = true;
         this.#inFlight += 1;
+        this.#peakInFlight = Math.max(this.#peakInFlight, this.#inFlight);
       },
       release: () => {
         if (released) return;

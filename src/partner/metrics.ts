@@ -10,6 +10,8 @@ export interface MetricsSample {
   limit: number;
   /** Requests in flight at the time of the sample. */
   inFlight: number;
+  /** The most requests in flight at once during the sample. */
+  inFlightMax: number;
   /** Requests per second the limiter paced sends at, at the time of the sample; null when not pacing. */
   paceRate: number | null;
   /** Attempts answered (or failed) since the last sample. */
@@ -39,11 +41,12 @@ export class CallMetrics {
   }
 
   /** Returns what was seen since the last call, and starts a new sample. */
-  take(limit: number, inFlight: number, paceRate: number | null): MetricsSample {
+  take(limit: number, inFlight: number, inFlightMax: number, paceRate: number | null): MetricsSample {
     const sorted = this.#latencies.sort((a, b) => a - b);
     const sample: MetricsSample = {
       limit,
       inFlight,
+      inFlightMax,
       paceRate,
       attempts: this.#attempts,
       throttled: this.#throttled,

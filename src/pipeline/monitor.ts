@@ -133,6 +133,7 @@ export class RunMonitor {
       elapsedMs,
       concurrencyLimit: limit,
       inFlight: s.inFlight,
+      inFlightMax: s.inFlightMax,
       attempts: s.attempts,
       throttled: s.throttled,
       errors: s.errors,

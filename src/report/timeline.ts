@@ -240,7 +240,8 @@ export function readStartingLimit(
 }
 
 export function readPartner(db: Db, jobId: number): ReportPartner {
-  const all = db.prepare('SELECT COUNT(*) AS n, MAX(concurrency_limit) AS max_limit, MAX(in_flight) AS max_in_flight FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?)')
+  // Samples older than schema 5 know only their end's count.
+  const all = db.prepare('SELECT COUNT(*) AS n, MAX(concurrency_limit) AS max_limit, MAX(COALESCE(in_flight_max, in_flight)) AS max_in_flight FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?)')
     .get(jobId) as { n: number; max_limit: number | null; max_in_flight: number | null };
   const settled = readSettledLimit(db, jobId);
   const answers = db.prepare('SELECT COUNT(*) AS attempts, TOTAL(http_status = 429) AS throttled FROM attempts WHERE job_id = ?')

@@ -33,7 +33,7 @@ describe('ledger', () => {
     expect(() => Ledger.open(path)).toThrow(/newer than this quote-batch understands/);
   });
 
-  it('migrates a ledger of schema version 3, keeping its samples (their pace unknown), recording the pace from then on, and indexing the keys its jobs sent', () => {
+  it('migrates a ledger of schema version 3, keeping its samples (their pace and peak unknown), recording them from then on, and indexing the keys its jobs sent', () => {
     const path = tmp.path('v3.db');
     const sample = { concurrencyLimit: 8, inFlight: 8, attempts: 40, throttled: 1, errors: 0, rowsDone: 39, latencyP50Ms: 200 };
     const first = Ledger.open(path);
@@ -44,7 +44,7 @@ describe('ledger', () => {
     first.close();
     // The same file as version 3 wrote it: run_samples without pace_rate, rows_key for rows_key_job (5).
     const old = new Database(path);
-    old.exec('ALTER TABLE run_samples DROP COLUMN pace_rate; DROP INDEX rows_key_job; CREATE INDEX rows_key ON rows (job_id, row_key)');
+    old.exec('ALTER TABLE run_samples DROP COLUMN pace_rate; ALTER TABLE run_samples DROP COLUMN in_flight_max; DROP INDEX rows_key_job; CREATE INDEX rows_key ON rows (job_id, row_key)');
     old.pragma('user_version = 3');
     old.close();
 
@@ -52,10 +52,10 @@ describe('ledger', () => {
     expect(ledger.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     // Rows written before the index existed are found by the next job's lookup.
     expect(ledger.sentByOtherJob(job.id + 1, newJob.environment, newJob.operation, 'click-1')).toEqual({ job_id: job.id, row_number: 1, state: 'succeeded' });
-    ledger.recordRunSample(run.id, { elapsedMs: 2000, ...sample, paceRate: 38.5 });
-    expect(ledger.db.prepare('SELECT elapsed_ms, attempts, pace_rate FROM run_samples ORDER BY elapsed_ms').all()).toEqual([
-      { elapsed_ms: 1000, attempts: 40, pace_rate: null },
-      { elapsed_ms: 2000, attempts: 40, pace_rate: 38.5 },
+    ledger.recordRunSample(run.id, { elapsedMs: 2000, ...sample, paceRate: 38.5, inFlightMax: 9 });
+    expect(ledger.db.prepare('SELECT elapsed_ms, attempts, pace_rate, in_flight_max FROM run_samples ORDER BY elapsed_ms').all()).toEqual([
+      { elapsed_ms: 1000, attempts: 40, pace_rate: null, in_flight_max: null },
+      { elapsed_ms: 2000, attempts: 40, pace_rate: 38.5, in_flight_max: 9 },
     ]);
     ledger.close();
   });

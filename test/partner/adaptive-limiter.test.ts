@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { AdaptiveLimiter } from '../../src/partner/adaptive-limiter.js';
-import type { ConcurrencySlot } from '../../src/partner/concurrency.js';
+import { FixedLimiter, type ConcurrencyLimiter, type ConcurrencySlot } from '../../src/partner/concurrency.js';
 import { WINDOW_RULES } from '../../src/partner/_window-rules.js';
 import { SimClock } from './_adaptive-sim.js';
 
@@ -14,6 +14,31 @@ async function slotOf(limiter: AdaptiveLimiter, signals?: AbortSignal[]): Promis
 
 /** Lets promise callbacks run (the limiter grants synchronously; callers resume in microtasks). */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('the most requests in flight at once, per sample', () => {
+  it.each([
+    ['adaptive', () => new AdaptiveLimiter({ ceiling: 8, initialWindow: 8, clock: new SimClock() })],
+    ['fixed', () => new FixedLimiter(8)],
+  ])('%s: the peak since the last take, then the count at that moment', async (_name, make) => {
+    const limiter: ConcurrencyLimiter = make();
+    expect(limiter.takePeakInFlight()).toBe(0);
+    const slots: ConcurrencySlot[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const slot = await limiter.acquire();
+      if (slot === 'aborted') throw new Error('expected a slot');
+      slots.push(slot);
+    }
+    slots.slice(0, 4).forEach((slot) => slot.sent()); // the fifth waits to send: not in flight
+    slots.slice(0, 3).forEach((slot) => slot.release({ latencyMs: 10, signal: 'ok' }));
+    // A run shorter than a sample: at its end 1 is in flight, but 4 were at once.
+    expect(limiter.inFlight).toBe(1);
+    expect(limiter.takePeakInFlight()).toBe(4);
+    expect(limiter.takePeakInFlight()).toBe(1); // a new sample starts from those still out
+    slots[3]!.release({ latencyMs: 10, signal: 'ok' });
+    expect(limiter.takePeakInFlight()).toBe(1);
+    expect(limiter.takePeakInFlight()).toBe(0);
+  });
+});
 
 describe('AdaptiveLimiter', () => {
   it('admits the initial window, then serves waiters in arrival order as slots come back', async () => {

@@ -2,6 +2,7 @@
  * The main job end to end: the real CLI process, the sandbox over loopback HTTP, real ledger files.
  */
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { runCli, startCli } from '../helpers/cli.js';
@@ -57,6 +58,22 @@ describe('run', () => {
     expect(stats.operations.validate.received).toBe(emails.size);
     expect(stats.duplicateLeads).toEqual([]);
     expect(statSync(tmp.path('l.db')).mode & 0o777).toBe(0o600);
+  });
+
+  it('records in each second\'s sample the most requests in flight at once: a short run shows its peak, not the 0 at its end', async () => {
+    const result = await run(['--no-adaptive', '--concurrency', '4']);
+    expect(result.code, result.stderr).toBe(1);
+    const db = new Database(tmp.path('l.db'), { readonly: true });
+    try {
+      const samples = db.prepare('SELECT in_flight, in_flight_max FROM run_samples ORDER BY elapsed_ms').all() as { in_flight: number; in_flight_max: number }[];
+      expect(samples.at(-1)).toMatchObject({ in_flight: 0 }); // the last sample, at the end
+      expect(Math.max(...samples.map((s) => s.in_flight_max))).toBe(4);
+      for (const s of samples) expect(s.in_flight_max).toBeGreaterThanOrEqual(s.in_flight);
+    } finally {
+      db.close();
+    }
+    const report = await runCli(['report', '--ledger', tmp.path('l.db'), '--format', 'json'], { cwd: tmp.dir });
+    expect(JSON.parse(report.stdout).partner.in_flight_max).toBe(4);
   });
 
   it('sends nothing when a completed job is run again, and starts a new job for a changed file', async () => {

@@ -165,7 +165,7 @@ export function partnerBySql(db: Db, jobId: number) {
     settled_samples: limits.length,
     settled_pace: paces.length === 0 ? null : paces[Math.ceil(paces.length / 2) - 1],
     limit_max: one<number | null>(db, `SELECT MAX(concurrency_limit) FROM run_samples WHERE ${ofJob}`, jobId),
-    in_flight_max: one<number | null>(db, `SELECT MAX(in_flight) FROM run_samples WHERE ${ofJob}`, jobId),
+    in_flight_max: one<number | null>(db, `SELECT MAX(COALESCE(in_flight_max, in_flight)) FROM run_samples WHERE ${ofJob}`, jobId),
     attempts,
     throttled,
     throttled_share: attempts === 0 ? null : round(throttled / attempts, 4),
