@@ -69,7 +69,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     .option('--retry-failed', 'resend rows left failed by an earlier run (default)')
     .option('--no-retry-failed', 'leave rows left failed by an earlier run alone')
     .option('--resend-in-doubt', 'also resend rows left in_doubt (they may have reached the partner)')
-    .option('--resend-sent', 'also send rows whose key another job of this ledger already sent to this environment (else: duplicate)')
+    .option('--resend-sent', 'also send rows another job of this ledger sent to this environment, or whose same request it had rejected (uat, production)')
     .addOption(new Option('--store-requests <mode>', 'how much of each request the ledger keeps (default masked)').choices(STORE_REQUESTS))
     .option('--max-consecutive-failures <n>', 'consecutive transient failures of one operation that open the circuit breaker (default 10)', parseNumberIn('--max-consecutive-failures', 1, 1e6, true))
     .option('--max-outage <duration>', 'halt (exit 3) when the partner has not recovered this long after the breaker opened, e.g. 90s, 10m; 0 = wait for ever (default 10m)', parseDurationFlag('--max-outage', 0))
@@ -197,6 +197,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       const fields = {
         event: 'summary', job: result.job.id, run: result.runId, end: result.end, exit_code: result.exitCode,
         duration_ms: Math.round(result.durationMs), halt_reason: result.haltReason, settled_limit: result.settledLimit, settled_pace: result.settledPace, ...result.counts,
+        // Of the duplicate and rejected rows: those another job had sent, or whose request it had had rejected.
+        sent_by_other_job: ledger.countSentByOtherJob(result.job.id), rejected_by_other_job: ledger.countRejectedByOtherJob(result.job.id),
       };
       // The summary's level says whether the job is done: info when completed, warn when not.
       if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result)}`, fields);

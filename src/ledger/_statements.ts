@@ -1,7 +1,7 @@
 /** The ledger's SQL, prepared once per connection (see Ledger). */
 import type Database from 'better-sqlite3';
 
-const SQL = {
+export const SQL = {
   latestJobOf:
     `SELECT * FROM jobs WHERE input_sha256 = ? AND mapping_sha256 = ? AND environment = ? AND operation = ?
      ORDER BY id DESC LIMIT 1`,
@@ -36,12 +36,18 @@ const SQL = {
   // INDEXED BY: without statistics the planner scans the job's rows for the NOT IN, which
   // makes every read slower than the last on a large file.
   hasRowKey:
-    `SELECT 1 FROM rows INDEXED BY rows_key_job WHERE job_id = ? AND row_key = ? AND state NOT IN ('duplicate', 'invalid') LIMIT 1`,
+    `SELECT 1 FROM rows INDEXED BY rows_key WHERE job_id = ? AND row_key = ? AND state NOT IN ('duplicate', 'invalid') LIMIT 1`,
   sentByOtherJob:
     `SELECT r.job_id, r.row_number, r.state FROM rows r INDEXED BY rows_key_job JOIN jobs j ON j.id = r.job_id
-     WHERE r.row_key = ? AND r.state IN ('succeeded', 'in_doubt') AND r.job_id != ? AND j.environment = ? AND j.operation = ?
-       AND r.row_key != 'row-' || r.row_number
+     WHERE r.row_key = ? AND r.job_id != ? AND j.environment = ? AND j.operation = ? AND r.row_key != 'row-' || r.row_number
+       AND (r.state IN ('succeeded', 'in_doubt', 'in_flight') OR (r.state = 'duplicate' AND r.error_code = 'sent_by_other_job'))
      ORDER BY r.job_id LIMIT 1`,
+  hasOtherJob: 'SELECT 1 FROM jobs WHERE environment = ? AND operation = ? AND id != ? LIMIT 1',
+  rejectedByOtherJob:
+    `SELECT r.job_id, r.row_number, r.http_status, r.error_code, r.error_message FROM rows r INDEXED BY rows_key_job JOIN jobs j ON j.id = r.job_id
+     WHERE r.row_key = ? AND r.job_id != ? AND r.state = 'rejected' AND r.request_sha256 = ? AND j.environment = ? AND j.operation = ?
+     ORDER BY r.job_id DESC LIMIT 1`,
+  countRejectedByOtherJob: `SELECT COUNT(*) AS n FROM rows WHERE job_id = ? AND state = 'rejected' AND attempts = 0`,
   countSentByOtherJob: `SELECT COUNT(*) AS n FROM rows WHERE job_id = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'`,
   insertRow:
     `INSERT INTO rows (job_id, row_number, row_key, agent_email, state, error_code, error_message, input_issues_json,
@@ -49,7 +55,7 @@ const SQL = {
      VALUES (@job_id, @row_number, @row_key, @agent_email, @state, @error_code, @error_message, @input_issues_json,
        @source_offset, @source_line, @updated_at)`,
   markInFlight:
-    `UPDATE rows SET state = 'in_flight', agent_id = COALESCE(?, agent_id), request_json = ?, updated_at = ?
+    `UPDATE rows SET state = 'in_flight', agent_id = COALESCE(?, agent_id), request_json = ?, request_sha256 = ?, updated_at = ?
      WHERE job_id = ? AND row_number = ?`,
   recordOutcome:
     `UPDATE rows SET state = @state, agent_id = COALESCE(@agent_id, agent_id), attempts = attempts + @attempts,

@@ -1,5 +1,5 @@
 export { Ledger, now } from './ledger.js';
-export type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
+export type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
 export { countUnfinished, FINAL_STATES, JOB_STATUSES, ROW_STATES, RUN_STATUSES, SCHEMA_VERSION } from './schema.js';
 export type { JobStatus, RowState, RunStatus } from './schema.js';
 export { jobLockPath } from './_job-lock.js';

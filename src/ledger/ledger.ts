@@ -15,7 +15,7 @@ import { openDatabase } from './_open.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
 import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from './schema.js';
-import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
+import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
 
 export const now = (): string => new Date().toISOString();
 
@@ -303,12 +303,32 @@ export class Ledger {
   }
 
   /**
-   * A row of another job of this environment and operation with this key that reached the partner
-   * (`succeeded`) or may have (`in_doubt`), if any. Keys made from a row number (`row-<n>`, when
-   * the mapping names no key) say nothing across files and never match.
+   * A row of another job of this environment and operation with this key whose lead reached the
+   * partner (`succeeded`) or may have (`in_doubt`, or `in_flight`: that job runs now, or was killed),
+   * or that a later job found sent (`duplicate`, `sent_by_other_job`: it still counts once the job
+   * that sent it is pruned); the earliest. Keys made from a row number (`row-<n>`, when the mapping
+   * names no key) say nothing across files and never match.
    */
   sentByOtherJob(jobId: number, environment: string, operation: string, rowKey: string): SentRow | undefined {
     return this.stmts.sentByOtherJob.get(boundKey(rowKey), jobId, environment, operation) as SentRow | undefined;
+  }
+
+  /** True when the ledger holds a job of this environment and operation other than `jobId`. */
+  hasOtherJob(jobId: number, environment: string, operation: string): boolean {
+    return this.stmts.hasOtherJob.get(environment, operation, jobId) !== undefined;
+  }
+
+  /**
+   * A row of another job of this environment and operation with this key whose request, the very
+   * same body (`requestSha256`), the partner rejected; the newest if several.
+   */
+  rejectedByOtherJob(jobId: number, environment: string, operation: string, rowKey: string, requestSha256: string): RejectedRow | undefined {
+    return this.stmts.rejectedByOtherJob.get(boundKey(rowKey), jobId, requestSha256, environment, operation) as RejectedRow | undefined;
+  }
+
+  /** Rows of `jobId` recorded `rejected` without an attempt: another job's answer to the same request (see {@link rejectedByOtherJob}). */
+  countRejectedByOtherJob(jobId: number): number {
+    return (this.stmts.countRejectedByOtherJob.get(jobId) as { n: number }).n;
   }
 
   /** Rows of `jobId` recorded `duplicate` because another job had sent their lead (see {@link sentByOtherJob}). */
@@ -344,8 +364,8 @@ export class Ledger {
    * Marks a row `in_flight` right before its request leaves: one statement, committed on its own
    * or, from the pipeline, in the turn's transaction that the request waits for.
    */
-  markInFlight(jobId: number, rowNumber: number, agentId: string | null, requestJson: string | null): void {
-    this.stmts.markInFlight.run(boundText(agentId, MAX_STORED_ID_CHARS), boundJson(requestJson), now(), jobId, rowNumber);
+  markInFlight(jobId: number, rowNumber: number, agentId: string | null, requestJson: string | null, requestSha256: string | null = null): void {
+    this.stmts.markInFlight.run(boundText(agentId, MAX_STORED_ID_CHARS), boundJson(requestJson), requestSha256, now(), jobId, rowNumber);
   }
 
   /**

@@ -222,14 +222,16 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // 5: row keys across jobs: a new job in uat or production records a row whose lead another job
   // already sent as a duplicate instead of sending it again (an input fixed in place is a new job).
-  // The key first serves that lookup and the duplicate check within a job alike, so it replaces
-  // rows_key (job_id, row_key) rather than adding a second index to every insert. Not a partial
-  // index of the sent rows: that one is written at each outcome's commit, one random page a row.
+  // rows_key_job is written when rows are inserted, in batches (a partial index of the sent rows
+  // would be written at each outcome's commit: 25 µs a row). rows_key stays: a run of version 4
+  // still working on the ledger prepares statements that name it.
+  // rows.request_sha256: the SHA-256 of the body last sent for the row (uat, production), so that a
+  // later job does not send again a request the partner rejected.
   // run_samples.in_flight_max: the most requests in flight at once during the sample (in_flight is
   // the count at its end: a run shorter than a second had only its last sample, with none in flight).
   `
   CREATE INDEX rows_key_job ON rows (row_key, job_id);
-  DROP INDEX rows_key;
+  ALTER TABLE rows ADD COLUMN request_sha256 TEXT;
   ALTER TABLE run_samples ADD COLUMN in_flight_max INTEGER;
   `,
 ];

@@ -52,7 +52,16 @@ export interface RunRecord {
 export interface SentRow {
   job_id: number;
   row_number: number;
-  state: 'succeeded' | 'in_doubt';
+  state: 'succeeded' | 'in_doubt' | 'in_flight' | 'duplicate';
+}
+
+/** A row of another job whose request, the same body, the partner rejected: its answer. */
+export interface RejectedRow {
+  job_id: number;
+  row_number: number;
+  http_status: number | null;
+  error_code: string | null;
+  error_message: string | null;
 }
 
 export interface NewRow {

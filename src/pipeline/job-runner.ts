@@ -15,6 +15,7 @@ import type { CallOutcome, Environment, Operation } from '../partner/types.js';
 import { AgentResolver } from './agents.js';
 import { Dispatcher } from './dispatcher.js';
 import { maskIssue, serializeRequest } from './mask.js';
+import { OtherJobs, sentMessage } from './other-jobs.js';
 import { RowBook } from './row-book.js';
 import { bounded, outcomeToRow, serializeForSend } from './row-outcome.js';
 
@@ -72,10 +73,7 @@ export class JobRunner {
   #haltKind: HaltKind | null = null;
   rowsSkipped: number;
   stoppedByLimit = false;
-  /** Rows recorded `duplicate` because another job already sent their key. */
-  rowsSentBefore = 0;
-  /** False once the sandbox warned of a key sent by another job (it looks no further). */
-  #lookForSentKeys: boolean;
+  readonly #otherJobs: OtherJobs;
   #rowsRead: number;
   #lastRead: ResumePoint | undefined;
   #totalRows: number | null;
@@ -93,7 +91,7 @@ export class JobRunner {
     this.rowsSkipped = this.#rowsRead;
     this.#totalRows = job.total_rows;
     this.book = new RowBook(options.ledger, job.id, runId, start);
-    this.#lookForSentKeys = options.resendSent !== true;
+    this.#otherJobs = new OtherJobs(options.ledger, job.id, options.environment, options.operation, options.resendSent === true, options.logger);
     const warnedAgents = new Set<string>();
     this.#agents = new AgentResolver(client, options.ledger, options.environment, job.id, runId, { signal: this.#halt.signal }, (email) => {
       if (warnedAgents.has(email)) return;
@@ -256,42 +254,13 @@ export class JobRunner {
       });
       return 'duplicate';
     }
-    const sent = this.#sentByOtherJob(mapped);
+    const sent = this.#otherJobs.sentWhenRead(mapped);
     if (sent !== undefined) {
-      this.rowsSentBefore += 1;
-      const message = `row key "${mapped.rowKey}" was already sent to the partner by job ${sent.job_id} (its row ${sent.row_number}, ${sent.state}); not sent again (--resend-sent sends it)`;
-      this.book.record(undefined, { ...base, state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: bounded(message) });
-      if (this.rowsSentBefore === 1) {
-        this.options.logger.warn(
-          `row ${mapped.rowNumber}: ${message}; so is every row of this run whose lead another job already sent to ${this.options.environment}`,
-          { event: 'sent_by_other_job', row: mapped.rowNumber, job: sent.job_id },
-        );
-      }
+      this.book.record(undefined, { ...base, state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: bounded(sentMessage(mapped.rowKey, sent)) });
       return 'duplicate';
     }
     this.book.record(undefined, { ...base, state: 'pending' });
     return 'pending';
-  }
-
-  /**
-   * The row of another job (same ledger, environment and operation) that already sent this row's
-   * lead, when this row must not be sent again. An input edited in place, or the same file run with
-   * `--fresh`, is a new job: without this its leads would all reach the partner a second time. The
-   * sandbox is started anew for each run, so there the row is sent: only the first such row is
-   * looked for, and warned of.
-   */
-  #sentByOtherJob(mapped: MappedRow): SentRow | undefined {
-    if (!this.#lookForSentKeys || mapped.rowKey === `row-${mapped.rowNumber}`) return undefined;
-    const { ledger, environment, operation, logger } = this.options;
-    const sent = ledger.sentByOtherJob(this.job.id, environment, operation, mapped.rowKey);
-    if (sent === undefined || environment !== 'sandbox') return sent;
-    this.#lookForSentKeys = false;
-    logger.warn(
-      `row ${mapped.rowNumber}: its row key "${mapped.rowKey}" was already sent by job ${sent.job_id} (its row ${sent.row_number}, ${sent.state}); ` +
-        'in the sandbox such rows are sent again; in uat and production they are recorded duplicate, not sent (unless --resend-sent)',
-      { event: 'sent_by_other_job', row: mapped.rowNumber, job: sent.job_id },
-    );
-    return undefined;
   }
 
   async #sendRow(mapped: MappedRow, initial: RowState): Promise<void> {
@@ -337,13 +306,32 @@ export class JobRunner {
       await finish({ state: 'invalid', attempts: 0, errorCode: payload.code, errorMessage: `row ${rowNumber}: ${payload.problem}` });
       return;
     }
+    const requestHash = this.#otherJobs.requestHash(payload.json);
+    const rejected = this.#otherJobs.rejectedBefore(mapped, requestHash);
+    if (rejected !== undefined) {
+      // The partner's own answer, so that the row counts and groups with its rejection; no attempt.
+      await finish({ state: 'rejected', attempts: 0, httpStatus: rejected.http_status, errorCode: rejected.error_code, errorMessage: rejected.error_message });
+      return;
+    }
     let marked = false;
     const requestJson = serializeRequest(request, options.storeRequests);
-    const outcome = await this.client.submitJson(options.operation, payload.json, {
+    const submitting = this.client.submitJson(options.operation, payload.json, {
       signal: this.#halt.signal,
       beforeSend: async () => {
         if (marked) return;
-        await book.write(rowNumber, () => ledger.markInFlight(jobId, rowNumber, agentId, requestJson), true);
+        let sent: SentRow | undefined;
+        await book.write(rowNumber, () => {
+          ledger.markInFlight(jobId, rowNumber, agentId, requestJson, requestHash);
+          sent = this.#otherJobs.sentWhenMarked(mapped);
+          if (sent !== undefined) {
+            ledger.recordOutcome(jobId, this.runId, rowNumber, { state: 'duplicate', attempts: 0, errorCode: 'sent_by_other_job', errorMessage: bounded(sentMessage(mapped.rowKey, sent)) }, []);
+          }
+        }, true);
+        if (sent !== undefined) {
+          book.transition(current, 'duplicate', rowNumber);
+          current = 'duplicate';
+          throw new SentByOtherJob();
+        }
         book.transition(current, 'in_flight');
         current = 'in_flight';
         marked = true;
@@ -360,6 +348,14 @@ export class JobRunner {
         await book.write(rowNumber, () => ledger.putBack(jobId, this.runId, rowNumber, initial, [attempt]));
       },
     });
+    let outcome: Awaited<typeof submitting>;
+    try {
+      outcome = await submitting;
+    } catch (error) {
+      // Recorded duplicate in the mark's transaction: nothing left.
+      if (error instanceof SentByOtherJob) return;
+      throw error;
+    }
     this.#checkClient();
     const unrecorded = outcome.attempts.slice(recorded);
     if (!marked) {
@@ -377,3 +373,6 @@ export class JobRunner {
     await finish(outcomeToRow(outcome, agentId, initial), outcome);
   }
 }
+
+/** Thrown from `beforeSend` when the mark found the lead sent by another job: the request does not leave. */
+class SentByOtherJob extends Error {}

@@ -172,7 +172,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     const latest = options.fresh ? undefined : ledger.latestJobOf(identity);
     if (latest?.status === 'completed') {
       const counts = ledger.countsByState(latest.id);
-      const again = options.environment === 'sandbox' ? 'use --fresh to run it again' : 'use --fresh to run it again, and --resend-sent to send again what it sent';
+      const again = options.environment === 'sandbox'
+        ? 'use --fresh to run it again'
+        : `use --fresh to run it again; its leads are not sent twice${options.resendSent === true ? ' (--resend-sent sends a file of the rows you mean to send again: export them with --format source)' : ' unless --resend-sent'}`;
       logger.info(`job ${latest.id} already completed on ${latest.finished_at ?? '?'}: nothing to send (${again})`, { event: 'already_completed', job: latest.id });
       return {
         job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,

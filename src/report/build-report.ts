@@ -100,11 +100,16 @@ function readRows(db: Db, jobId: number): Report['rows'] {
   }
   const total = ROW_STATES.reduce((sum, s) => sum + byState[s], 0);
   const sent = byState.succeeded + byState.rejected + byState.failed + byState.in_doubt;
+  const other = db.prepare(
+    `SELECT TOTAL(state = 'duplicate' AND error_code = 'sent_by_other_job') AS sent, TOTAL(state = 'rejected' AND attempts = 0) AS rejected
+     FROM rows WHERE job_id = ? AND state IN ('duplicate', 'rejected')`,
+  ).get(jobId) as { sent: number; rejected: number };
   return {
     total,
     by_state: byState,
     success_rate: total === 0 ? null : round(byState.succeeded / total, 4),
     sent_success_rate: sent === 0 ? null : round(byState.succeeded / sent, 4),
+    by_other_jobs: { sent: other.sent, rejected: other.rejected },
   };
 }
 

@@ -90,6 +90,9 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
     ['succeeded', formatInteger(rows.by_state.succeeded)],
     ['success rate', formatPercent(rows.success_rate)],
     ['of rows sent', formatPercent(rows.sent_success_rate)],
+    ...(rows.by_other_jobs.sent + rows.by_other_jobs.rejected > 0
+      ? [['sent before, by other jobs', formatInteger(rows.by_other_jobs.sent + rows.by_other_jobs.rejected)]]
+      : []),
     ['error kinds', formatInteger(report.row_error_groups)],
     ['retries', formatInteger(attempts.retries)],
     [`${sendKind} p90 latency`, send.p90 === null ? '–' : `${formatFixed(send.p90, 0)} ms`],

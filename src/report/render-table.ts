@@ -34,6 +34,10 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
   push(`  created   ${formatTimestamp(job.created_at)}   finished ${formatTimestamp(job.finished_at)}`);
 
   push('', `Rows: ${formatInteger(rows.total)} · success rate ${formatPercent(rows.success_rate)} · of sent ${formatPercent(rows.sent_success_rate)}`);
+  const { sent: sentBefore, rejected: rejectedBefore } = rows.by_other_jobs;
+  if (sentBefore + rejectedBefore > 0) {
+    push(`  by other jobs, not sent: ${formatInteger(sentBefore)} leads sent before (duplicate), ${formatInteger(rejectedBefore)} requests rejected before`);
+  }
   for (const state of ROW_STATES) {
     const n = rows.by_state[state];
     if (n === 0 && (state === 'pending' || state === 'in_flight')) continue;

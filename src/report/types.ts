@@ -85,6 +85,13 @@ export interface ReportRows {
    * may have reached) the partner and got a quote; null when none did.
    */
   sent_success_rate: number | null;
+  /**
+   * Of the rows, those another job had dealt with, so that this job did not send them (uat,
+   * production): `duplicate` rows whose lead it had sent (`sent_by_other_job`), `rejected` rows
+   * whose very request the partner had rejected there (no attempt). A job of a file fixed in place
+   * has mostly these: its success rate is low because its leads succeeded before.
+   */
+  by_other_jobs: { sent: number; rejected: number };
 }
 
 export interface ReportKindAttempts {

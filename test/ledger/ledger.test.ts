@@ -42,9 +42,9 @@ describe('ledger', () => {
     first.recordRunSample(run.id, { elapsedMs: 1000, ...sample });
     first.insertRows(job.id, [{ rowNumber: 1, rowKey: 'click-1', agentEmail: null, state: 'succeeded' }]);
     first.close();
-    // The same file as version 3 wrote it: run_samples without pace_rate, rows_key for rows_key_job (5).
+    // The same file as version 3 wrote it: run_samples without pace_rate (4) nor in_flight_max, rows without request_sha256 nor rows_key_job (5).
     const old = new Database(path);
-    old.exec('ALTER TABLE run_samples DROP COLUMN pace_rate; ALTER TABLE run_samples DROP COLUMN in_flight_max; DROP INDEX rows_key_job; CREATE INDEX rows_key ON rows (job_id, row_key)');
+    old.exec('ALTER TABLE run_samples DROP COLUMN pace_rate; ALTER TABLE run_samples DROP COLUMN in_flight_max; ALTER TABLE rows DROP COLUMN request_sha256; DROP INDEX rows_key_job');
     old.pragma('user_version = 3');
     old.close();
 

@@ -7,7 +7,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
+import Database from 'better-sqlite3';
 import { Ledger } from '../../src/ledger/index.js';
+import { SQL } from '../../src/ledger/_statements.js';
 import type { Environment, Operation } from '../../src/partner/types.js';
 import { runCli } from '../helpers/cli.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
@@ -41,7 +43,7 @@ describe('rows another job already sent', () => {
     return path;
   };
 
-  it('uat: a file fixed in place sends only the rows no job sent; --fresh --resend-sent sends them all again', async () => {
+  it('uat: a file fixed in place sends only its fixed row; --fresh sends nothing; --resend-sent sends what it is given', async () => {
     const first = await run(SAMPLE_CSV, 'uat');
     expect(first.code, first.stderr).toBe(1); // the samples hold rows to fix
     expect(readLedger(tmp.path('l.db')).states.succeeded).toBe(176);
@@ -51,31 +53,72 @@ describe('rows another job already sent', () => {
     expect(second.code, second.stderr).toBe(1); // the rejected rows are still wrong
     const job2 = readLedger(tmp.path('l.db'), 2);
     // 176 leads job 1 sent, and the two repeats of them in the file: recorded, not sent.
-    expect(job2.states.duplicate).toBe(178);
+    expect(job2.states).toMatchObject({ duplicate: 178, rejected: 5, succeeded: 1 });
     expect(job2.rows.find((r) => r.row_number === 17)?.state).toBe('succeeded');
-    // Row 17, and the 5 rejected rows go out again: the partner refused them, so no lead was made
-    // (the sandbox still counts a key it answered twice, even with a 400 each time).
-    expect(sandbox.stats().operations.quote.received - quotesBefore).toBe(6);
-    const rejected = readLedger(tmp.path('l.db'), 1).rows.filter((r) => r.state === 'rejected').map((r) => r.row_key);
-    expect(rejected).toHaveLength(5);
-    expect(sandbox.stats().duplicateLeads).toEqual([...rejected].sort());
-    expect(second.stderr).toContain('row 1: row key "clk_cf7b62f5b30f" was already sent to the partner by job 1 (its row 1, succeeded); not sent again (--resend-sent sends it)');
-    expect(second.stderr.match(/already sent to the partner/g)).toHaveLength(1); // one warning, not one per row
-    expect(second.stdout).toContain('178 duplicate row(s) were not sent: another job of this ledger had already sent their leads to uat');
-    expect(second.stdout).toContain('To send them all the same, run again with --fresh --resend-sent.');
+    // Only row 17 went out: the 5 rejected requests are unchanged, and carry job 1's answer.
+    expect(sandbox.stats().operations.quote.received - quotesBefore).toBe(1);
+    expect(sandbox.stats().duplicateLeads).toEqual([]);
+    const db = new Database(tmp.path('l.db'), { readonly: true });
+    const answers = (job: number) => db.prepare(`SELECT row_number, http_status, error_code, error_message, attempts FROM rows WHERE job_id = ? AND state = 'rejected' ORDER BY row_number`).all(job) as { attempts: number }[];
+    expect(answers(2).map((r) => ({ ...r, attempts: 1 }))).toEqual(answers(1));
+    expect(answers(2).every((r) => r.attempts === 0)).toBe(true);
+    expect(db.prepare(`SELECT error_message FROM rows WHERE job_id = 2 AND row_number = 1`).get()).toEqual({
+      error_message: 'row key "clk_cf7b62f5b30f" was already sent to the partner by job 1 (its row 1, succeeded); not sent again (--resend-sent sends it)',
+    });
+    db.close();
+    // One warning of each kind, naming rows and jobs, not keys (a key may be personal data).
+    expect(second.stderr).toContain('row 1: its lead was already sent to the partner by job 1 (its row 1, succeeded): recorded duplicate, not sent; likewise every other row whose lead another job sent to uat (--resend-sent sends them)');
+    expect(second.stderr).toContain('row 23: the partner rejected this very request in job 1 (its row 23): recorded rejected with that answer, not sent again');
+    expect(second.stderr.match(/^warning: /gm)).toHaveLength(2);
+    expect(second.stderr).not.toContain('clk_');
+    expect(second.stdout).toContain('178 duplicate row(s) were not sent: another job of this ledger had already sent (or may have sent) their leads');
+    expect(second.stdout).toContain(`--job 2 --status duplicate --format source --out sent-before.csv`);
+    expect(second.stdout).toContain('5 rejected row(s) were not sent again: the partner had rejected the very same request in another job,');
+    // The report says why the job's success rate is low: its leads succeeded in job 1.
+    const json = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
+    expect(JSON.parse(json.stdout).rows).toMatchObject({ success_rate: 0.005, by_other_jobs: { sent: 178, rejected: 5 } });
+    const table = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2'], { cwd: tmp.dir });
+    expect(table.stdout).toContain('  by other jobs, not sent: 178 leads sent before (duplicate), 5 requests rejected before\n');
 
-    // --fresh alone starts a new job of the same file: still nothing sent twice.
-    const fresh = await run(SAMPLE_CSV, 'uat', ['--fresh']);
+    // --fresh alone starts a new job of the same file: nothing goes out.
+    const fresh = await run(SAMPLE_CSV, 'uat', ['--fresh', '--json-log']);
     expect(fresh.code, fresh.stderr).toBe(1);
-    expect(readLedger(tmp.path('l.db'), 3).states).toMatchObject({ duplicate: 178, invalid: 9 }); // row 17 has its bad date again
-    expect(sandbox.stats().duplicateLeads).toEqual([...rejected].sort());
+    expect(readLedger(tmp.path('l.db'), 3).states).toMatchObject({ duplicate: 178, rejected: 5, invalid: 9 }); // row 17 has its bad date again
+    expect(sandbox.stats().operations.quote.received - quotesBefore).toBe(1);
+    const summary = fresh.stderr.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).find((l) => l.event === 'summary');
+    expect(summary).toMatchObject({ duplicate: 178, sent_by_other_job: 176 + 2, rejected_by_other_job: 5 });
 
-    // Deliberately: every lead again.
-    const again = await run(SAMPLE_CSV, 'uat', ['--fresh', '--resend-sent']);
-    expect(again.code, again.stderr).toBe(1);
-    expect(readLedger(tmp.path('l.db'), 4).states).toMatchObject({ succeeded: 176, duplicate: 2 });
-    expect(sandbox.stats().duplicateLeads).toHaveLength(176 + 5);
+    // Deliberately, the rows exported from job 2 as sent before (in the input's own layout): sent again.
+    const exported = tmp.path('sent-before.csv');
+    const exportRun = await runCli(['export', '--ledger', tmp.path('l.db'), '--job', '2', '--status', 'duplicate', '--format', 'source', '--out', exported], { cwd: tmp.dir });
+    expect(exportRun.code, exportRun.stderr).toBe(0);
+    const again = await run(exported, 'uat', ['--resend-sent']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(readLedger(tmp.path('l.db'), 4).states).toEqual({ succeeded: 176, duplicate: 2 });
+    expect(sandbox.stats().duplicateLeads).toHaveLength(176);
     expect(again.stderr).not.toContain('already sent');
+  });
+
+  it('uat: rows an interrupted run left pending, whose leads another job sent meanwhile, are caught when marked', async () => {
+    const first = await run(SAMPLE_CSV, 'uat');
+    expect(first.code, first.stderr).toBe(1);
+    const fixed = fixedInPlace();
+    const second = await run(fixed, 'uat');
+    expect(second.code, second.stderr).toBe(1);
+    // What a run of job 2 reading its rows while job 1 was still sending them would have left: rows
+    // recorded pending (job 1 had not answered for them yet), the run interrupted.
+    const db = new Database(tmp.path('l.db'));
+    db.prepare(`UPDATE rows SET state = 'pending', error_code = NULL, error_message = NULL WHERE job_id = 2 AND error_code = 'sent_by_other_job'`).run();
+    db.prepare(`UPDATE jobs SET status = 'interrupted', resume_row = NULL, resume_offset = NULL, resume_line = NULL WHERE id = 2`).run();
+    db.close();
+    const quotesBefore = sandbox.stats().operations.quote.received;
+    const resumed = await run(fixed, 'uat');
+    expect(readLedger(tmp.path('l.db')).runs.filter((r) => r.job_id === 2)).toHaveLength(2); // job 2 resumed, not a new job
+    expect(resumed.code, resumed.stderr).toBe(1);
+    expect(sandbox.stats().operations.quote.received).toBe(quotesBefore);
+    expect(sandbox.stats().duplicateLeads).toEqual([]);
+    expect(readLedger(tmp.path('l.db'), 2).states).toMatchObject({ duplicate: 178, rejected: 5, succeeded: 1 });
+    expect(resumed.stderr.match(/its lead was already sent to the partner by job 1/g)).toHaveLength(1);
   });
 
   it('sandbox: the rows are sent again, with one warning that uat and production would not send them', async () => {
@@ -83,21 +126,21 @@ describe('rows another job already sent', () => {
     expect(first.code, first.stderr).toBe(1);
     const second = await run(fixedInPlace(), 'sandbox');
     expect(second.code, second.stderr).toBe(1);
-    expect(readLedger(tmp.path('l.db'), 2).states).toMatchObject({ succeeded: 177, duplicate: 2 });
+    expect(readLedger(tmp.path('l.db'), 2).states).toMatchObject({ succeeded: 177, duplicate: 2, rejected: 5 });
     expect(second.stderr.match(/was already sent by job 1/g)).toHaveLength(1);
     expect(second.stderr).toContain('in the sandbox such rows are sent again; in uat and production they are recorded duplicate, not sent (unless --resend-sent)');
     expect(second.stdout).not.toContain('were not sent');
   });
 });
 
-describe('Ledger.sentByOtherJob', () => {
+describe('Ledger: rows of other jobs', () => {
   let tmp: ReturnType<typeof makeTempDir>;
   beforeEach(() => {
     tmp = makeTempDir();
   });
   afterEach(() => tmp.cleanup());
 
-  it('finds a key another job of the same environment and operation sent, or may have sent', () => {
+  it('finds a key another job of the same environment and operation sent, or may have sent; and a request it had rejected', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     try {
       const job = (environment: Environment, operation: Operation): number => ledger.createJob({
@@ -105,17 +148,28 @@ describe('Ledger.sentByOtherJob', () => {
         mapping_path: '/m.yaml', mapping_sha256: 'm', environment, operation, base_url: 'http://127.0.0.1:1',
       }).id;
       const uat = job('uat', 'quote');
-      const rows: [number, string, string][] = [
+      expect(ledger.hasOtherJob(uat, 'uat', 'quote')).toBe(false);
+      const rows: [number, string, string, string?][] = [
         [1, 'sent', 'succeeded'], [2, 'doubt', 'in_doubt'], [3, 'refused', 'rejected'], [4, 'waiting', 'pending'], [5, 'failed', 'failed'],
         [6, 'row-6', 'succeeded'], // a key made from the row number: says nothing about another file
+        [7, 'out', 'in_flight'], // that job runs now, or was killed
+        [8, 'found', 'duplicate', 'sent_by_other_job'], // that job found it sent by a job since pruned
+        [9, 'repeat', 'duplicate', 'duplicate_row_key'],
       ];
-      ledger.insertRows(uat, rows.map(([rowNumber, rowKey, state]) => ({ rowNumber, rowKey, agentEmail: null, state: state as 'pending' })));
+      ledger.insertRows(uat, rows.map(([rowNumber, rowKey, state, errorCode]) => ({ rowNumber, rowKey, agentEmail: null, state: state as 'pending', errorCode: errorCode ?? null })));
+      ledger.markInFlight(uat, 3, null, null, 'hash-3');
+      ledger.recordOutcome(uat, 1, 3, { state: 'rejected', attempts: 1, httpStatus: 400, errorCode: 'state_not_supported', errorMessage: 'State HI is not supported.' }, []);
       const production = job('production', 'quote');
       const lead = job('uat', 'lead');
       const next = job('uat', 'quote');
+      expect(ledger.hasOtherJob(next, 'uat', 'quote')).toBe(true);
+      expect(ledger.hasOtherJob(production, 'production', 'quote')).toBe(false);
       const cases: [number, string, { job_id: number; row_number: number; state: string } | undefined][] = [
         [next, 'sent', { job_id: uat, row_number: 1, state: 'succeeded' }],
         [next, 'doubt', { job_id: uat, row_number: 2, state: 'in_doubt' }],
+        [next, 'out', { job_id: uat, row_number: 7, state: 'in_flight' }],
+        [next, 'found', { job_id: uat, row_number: 8, state: 'duplicate' }],
+        [next, 'repeat', undefined],
         [next, 'refused', undefined],
         [next, 'waiting', undefined],
         [next, 'failed', undefined],
@@ -130,9 +184,20 @@ describe('Ledger.sentByOtherJob', () => {
         const operation = jobId === lead ? 'lead' : 'quote';
         expect(ledger.sentByOtherJob(jobId, environment, operation, key), `job ${jobId} key ${key}`).toEqual(expected);
       }
-      // The lookup searches the index by key (not a scan of it, nor of the table).
-      const plan = ledger.db.prepare(`EXPLAIN QUERY PLAN SELECT 1 FROM rows INDEXED BY rows_key_job WHERE row_key = 'x' AND job_id != 1`).all();
-      expect(JSON.stringify(plan)).toMatch(/SEARCH rows USING (COVERING )?INDEX rows_key_job \(row_key=\?\)/);
+      // A rejection counts only for the very same request.
+      expect(ledger.rejectedByOtherJob(next, 'uat', 'quote', 'refused', 'hash-3')).toEqual({
+        job_id: uat, row_number: 3, http_status: 400, error_code: 'state_not_supported', error_message: 'State HI is not supported.',
+      });
+      expect(ledger.rejectedByOtherJob(next, 'uat', 'quote', 'refused', 'hash-of-a-fixed-request')).toBeUndefined();
+      expect(ledger.rejectedByOtherJob(uat, 'uat', 'quote', 'refused', 'hash-3')).toBeUndefined();
+      expect(ledger.rejectedByOtherJob(production, 'production', 'quote', 'refused', 'hash-3')).toBeUndefined();
+      // The statements search the key's index and the jobs by id: no scan, however many rows and jobs.
+      for (const [sql, params] of [[SQL.sentByOtherJob, ['k', 1, 'uat', 'quote']], [SQL.rejectedByOtherJob, ['k', 1, 'x', 'uat', 'quote']]] as const) {
+        const plan = JSON.stringify(ledger.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params));
+        expect(plan).toMatch(/SEARCH r USING INDEX rows_key_job \(row_key=\?\)/);
+        expect(plan).toMatch(/SEARCH j USING INTEGER PRIMARY KEY \(rowid=\?\)/);
+        expect(plan).not.toMatch(/SCAN/);
+      }
     } finally {
       ledger.close();
     }

@@ -98,6 +98,10 @@ export function computeFiguresBySql(db: Db, jobId: number) {
       by_state: byState,
       success_rate: total === 0 ? null : round(s('succeeded') / total, 4),
       sent_success_rate: sent === 0 ? null : round(s('succeeded') / sent, 4),
+      by_other_jobs: {
+        sent: one<number>(db, `SELECT COUNT(*) FROM rows WHERE job_id = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'`, jobId),
+        rejected: one<number>(db, `SELECT COUNT(*) FROM rows WHERE job_id = ? AND state = 'rejected' AND attempts = 0`, jobId),
+      },
     },
     attempts: {
       total: one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ?', jobId),
