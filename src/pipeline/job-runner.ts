@@ -32,9 +32,8 @@ export interface JobRunnerOptions {
   retryFailed: boolean;
   resendInDoubt: boolean;
   /**
-   * Send a row even when another job of this environment and operation already sent its key
-   * (`--resend-sent`). Without it such a row is recorded `duplicate` in uat and production; the
-   * sandbox sends it and warns once.
+   * `--resend-sent`: send a row even when another job of this environment and operation sent its
+   * lead, or had its very request rejected (see `other-jobs.ts`).
    */
   resendSent?: boolean;
   storeRequests: StoreRequests;

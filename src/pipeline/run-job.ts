@@ -65,7 +65,7 @@ export interface RunJobOptions {
   fresh: boolean;
   retryFailed: boolean;
   resendInDoubt: boolean;
-  /** `--resend-sent`: also send rows whose key another job of this environment and operation sent. */
+  /** `--resend-sent`: also send rows another job of this environment and operation sent, or had rejected (`other-jobs.ts`). */
   resendSent?: boolean;
   storeRequests: StoreRequests;
   /** Recorded in `runs.options_json` (no secret in it). */

@@ -75,16 +75,16 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   }
   const sentBefore = counts.duplicate > 0 ? ledger.countSentByOtherJob(job.id) : 0;
   if (sentBefore > 0) {
-    lines.push('', `${sentBefore} duplicate row(s) were not sent: another job of this ledger had already sent (or may have sent) their leads`,
-      `to ${job.environment}; a changed input or mapping, or --fresh, makes a new job. List them with`,
+    lines.push('', `${sentBefore} duplicate row(s) were not sent: another job of this ledger had sent (or may have sent)`,
+      `their leads to ${job.environment} (a changed input or mapping, or --fresh, makes a new job). List them with`,
       `  quote-batch export --ledger ${ledger.path} --job ${job.id} --status duplicate --format source --out sent-before.${job.input_format}`,
       'and to send some all the same, keep those rows in that file and run it with --resend-sent.');
   }
   const rejectedBefore = counts.rejected > 0 ? ledger.countRejectedByOtherJob(job.id) : 0;
   if (rejectedBefore > 0) {
-    lines.push('', `${rejectedBefore} rejected row(s) were not sent again: the partner had rejected the very same request in another job,`,
-      'and they carry its answer. Fix their data (export --status rejected --format source lists them), or send them',
-      'as they are: a file of those rows, run with --resend-sent.');
+    lines.push('', `${rejectedBefore} rejected row(s) were not sent again: the partner had rejected the very same request in`,
+      'another job, and they carry its answer. Fix their data (export --status rejected --format source',
+      'lists them), or send them as they are: a file of those rows, run with --resend-sent.');
   }
   if (counts.in_doubt > 0) {
     lines.push('', `${counts.in_doubt} row(s) in doubt: they may have reached the partner. List them with`,

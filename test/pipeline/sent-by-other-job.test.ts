@@ -71,9 +71,12 @@ describe('rows another job already sent', () => {
     expect(second.stderr).toContain('row 23: the partner rejected this very request in job 1 (its row 23): recorded rejected with that answer, not sent again');
     expect(second.stderr.match(/^warning: /gm)).toHaveLength(2);
     expect(second.stderr).not.toContain('clk_');
-    expect(second.stdout).toContain('178 duplicate row(s) were not sent: another job of this ledger had already sent (or may have sent) their leads');
+    expect(second.stdout).toContain('178 duplicate row(s) were not sent: another job of this ledger had sent (or may have sent)\ntheir leads to uat');
     expect(second.stdout).toContain(`--job 2 --status duplicate --format source --out sent-before.csv`);
-    expect(second.stdout).toContain('5 rejected row(s) were not sent again: the partner had rejected the very same request in another job,');
+    expect(second.stdout).toContain('5 rejected row(s) were not sent again: the partner had rejected the very same request in\nanother job');
+    const paragraphs = second.stdout.split('\n\n').filter((p) => p.includes('were not sent'));
+    expect(paragraphs).toHaveLength(2);
+    for (const line of paragraphs.join('\n').split('\n').filter((l) => !l.includes('quote-batch '))) expect(line.length, line).toBeLessThanOrEqual(100);
     // The report says why the job's success rate is low: its leads succeeded in job 1.
     const json = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
     expect(JSON.parse(json.stdout).rows).toMatchObject({ success_rate: 0.005, by_other_jobs: { sent: 178, rejected: 5 } });
