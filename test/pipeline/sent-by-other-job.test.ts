@@ -12,21 +12,16 @@ import { Ledger } from '../../src/ledger/index.js';
 import { SQL } from '../../src/ledger/_statements.js';
 import type { Environment, Operation } from '../../src/partner/types.js';
 import { runCli } from '../helpers/cli.js';
-import { makeTempDir } from '../helpers/temp-dir.js';
+import { useTempDir } from '../helpers/temp-dir.js';
 import { KEY, MAPPING_CSV, readLedger, SAMPLE_CSV, startTestSandbox } from './_setup.js';
 
 describe('rows another job already sent', () => {
-  let tmp: ReturnType<typeof makeTempDir>;
+  const tmp = useTempDir();
   let sandbox: SandboxHandle;
-
   beforeEach(async () => {
-    tmp = makeTempDir();
     sandbox = await startTestSandbox();
   });
-  afterEach(async () => {
-    await sandbox.close();
-    tmp.cleanup();
-  });
+  afterEach(() => sandbox.close());
 
   const run = (input: string, env: string, args: string[] = []) =>
     runCli(['run', input, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', env, '--ledger', tmp.path('l.db'), '--quiet', ...args], {
@@ -137,11 +132,7 @@ describe('rows another job already sent', () => {
 });
 
 describe('Ledger: rows of other jobs', () => {
-  let tmp: ReturnType<typeof makeTempDir>;
-  beforeEach(() => {
-    tmp = makeTempDir();
-  });
-  afterEach(() => tmp.cleanup());
+  const tmp = useTempDir();
 
   it('finds a key another job of the same environment and operation sent, or may have sent; and a request it had rejected', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
