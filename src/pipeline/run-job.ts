@@ -97,6 +97,8 @@ export interface RunJobResult {
   emptyInput: boolean;
   /** Requests the run allowed in flight at its end (adaptive concurrency); null when nothing was sent. */
   settledLimit: number | null;
+  /** `--concurrency`: the most the run could allow. */
+  ceiling: number;
   /** Requests per second the run was paced at by its end (a rate cap the partner showed); null when it was not pacing. */
   settledPace: number | null;
   durationMs: number;
@@ -179,7 +181,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       return {
         job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
-        emptyInput: latest.total_rows === 0, settledLimit: null, settledPace: null, exitCode: exitCodeFor('completed', counts),
+        emptyInput: latest.total_rows === 0, settledLimit: null, ceiling: options.concurrency, settledPace: null, exitCode: exitCodeFor('completed', counts),
       };
     }
 
@@ -270,6 +272,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null,
         emptyInput,
         settledLimit: options.adaptive === true ? monitor.settledLimit : null,
+        ceiling: options.concurrency,
         settledPace: options.adaptive === true ? monitor.settledPace : null,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),

@@ -54,7 +54,13 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   lines.push(`ledger       ${ledger.path}`);
   if (!result.alreadyCompleted) lines.push(`duration     ${(result.durationMs / 1000).toFixed(1)} s${result.resumed ? ' (resumed)' : ''}`);
   if (result.haltReason !== null) lines.push(`stopped      ${result.haltReason}`);
-  if (result.settledLimit !== null) lines.push(`in flight    ${Math.round(result.settledLimit * 10) / 10} requests allowed at the end (adaptive concurrency: where the partner's answers led it)`);
+  if (result.settledLimit !== null) {
+    const allowed = `in flight    ${Math.round(result.settledLimit * 10) / 10} requests allowed at the end`;
+    // At the ceiling the partner showed no limit of its own: the number is the user's, not a finding.
+    lines.push(result.settledLimit >= result.ceiling
+      ? `${allowed}: the --concurrency ceiling (the partner's answers never called for fewer)`
+      : `${allowed} (adaptive concurrency: where the partner's answers led it)`);
+  }
   if (result.settledPace !== null) lines.push(`pace         ${Math.round(result.settledPace * 10) / 10} requests/s at the end (paced since the partner's 429s: about its rate limit)`);
   lines.push('', 'rows by state');
   for (const state of ROW_STATES) {

@@ -76,6 +76,12 @@ describe('run', () => {
     expect(JSON.parse(report.stdout).partner.in_flight_max).toBe(4);
   });
 
+  it('says when adaptive concurrency ended at the --concurrency ceiling: the number is then the user\'s, not a limit the partner showed', async () => {
+    const result = await run(['--concurrency', '1']); // a window never goes below 1: at the ceiling throughout
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stdout).toContain("in flight    1 requests allowed at the end: the --concurrency ceiling (the partner's answers never called for fewer)\n");
+  });
+
   it('sends nothing when a completed job is run again, and starts a new job for a changed file', async () => {
     expect((await run([])).code).toBe(1);
     const quotes = sandbox.stats().operations.quote.received;
