@@ -104,24 +104,29 @@ function dates(isoTimes: readonly string[]): string {
 
 /** A line through the bucket centres of one series; it breaks between runs and where a bucket has no value. */
 function linePath(axis: TimeAxis, scale: Scale, value: (b: ReportTimelineBucket) => number | null, color: string, extra = ''): string {
-  let d = '';
-  let points = 0;
+  // Runs of consecutive values (a null, or a new run segment, breaks the line).
+  const lines: string[][] = [];
   axis.timeline.segments.forEach((segment, i) => {
-    let pen = 'M';
+    let current: string[] | null = null;
     segment.buckets.forEach((bucket, j) => {
       const v = value(bucket);
       if (v === null) {
-        pen = 'M';
+        current = null;
         return;
       }
-      d += `${pen}${fx(axis.bucketX(i, j) + axis.bw / 2)},${fx(M.top + PLOT_H * (1 - v / scale.top))} `;
-      pen = 'L';
-      points += 1;
+      if (current === null) lines.push((current = []));
+      current.push(`${fx(axis.bucketX(i, j) + axis.bw / 2)},${fx(M.top + PLOT_H * (1 - v / scale.top))}`);
     });
   });
-  if (points === 0) return '';
-  // A lone point draws nothing as a line: round caps make it a dot.
-  return `<path class="mark ${extra}" d="${d.trim()}" fill="none" stroke="${color}" stroke-width="2.2" stroke-linejoin="round" stroke-linecap="round"/>`;
+  if (lines.length === 0) return '';
+  const d = lines.filter((points) => points.length > 1).map((points) => `M${points.join(' L')}`).join(' ');
+  // A lone value (a run shorter than a sample, a gap on both sides) draws nothing as a line: a dot.
+  const dots = lines.filter((points) => points.length === 1).map((points) => {
+    const [x, y] = (points[0] as string).split(',');
+    return `<circle class="mark ${extra}" cx="${x}" cy="${y}" r="3.5" fill="${color}"/>`;
+  }).join('');
+  const path = d === '' ? '' : `<path class="mark ${extra}" d="${d}" fill="none" stroke="${color}" stroke-width="2.2" stroke-linejoin="round" stroke-linecap="round"/>`;
+  return path + dots;
 }
 
 function bars(axis: TimeAxis, scale: Scale, value: (b: ReportTimelineBucket) => number, color: string, label: (b: ReportTimelineBucket, v: number) => string): string {

@@ -8,7 +8,7 @@ import { QuoteBatchError } from '../../src/errors.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { buildEmptyJob } from '../fixtures/report/empty-job.js';
 import { buildHostileData } from '../fixtures/report/hostile-data.js';
-import { createTempLedger, type TempLedger } from './_ledger.js';
+import { createTempLedger, insertJob, insertRow, insertRun, insertSample, iso, type TempLedger } from './_ledger.js';
 import { groupsFromText } from './_groups.js';
 import { bucketPacesBySql, completionTimesBySql, computeFiguresBySql, countBinsBySql, errorRowsBySql, partnerBySql } from './_sql-figures.js';
 
@@ -265,6 +265,24 @@ describe('buildReport on edge cases', () => {
       expect(report.timing.rows_per_second).toBeNull();
       const table = renderTable(report);
       for (const line of table.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(TABLE_WIDTH);
+    } finally {
+      t.remove();
+    }
+  });
+
+  it('draws a run shorter than a sample as dots, not as lines of one point (which draw nothing)', () => {
+    const t = createTempLedger();
+    try {
+      const started = Date.now() - 5000;
+      const jobId = insertJob(t.db, { status: 'completed', created_at: iso(started) });
+      const runId = insertRun(t.db, { job_id: jobId, started_at: iso(started), finished_at: iso(started + 800), status: 'completed' });
+      for (let n = 1; n <= 20; n += 1) insertRow(t.db, { job_id: jobId, row_number: n, state: 'succeeded', attempts: 1, updated_at: iso(started + 40 * n) });
+      insertSample(t.db, { run_id: runId, elapsed_ms: 800, at: iso(started + 800), concurrency_limit: 8, in_flight: 0, attempts: 20, throttled: 0, errors: 0, rows_done: 20, latency_p50_ms: 60 });
+      const html = renderHtml(buildReport(t.db, jobId), readProblemRows(t.db, jobId));
+      for (const series of ['limit', 'in-flight', 'rows-per-second']) {
+        expect(html, series).toMatch(new RegExp(`<circle class="mark ${series}" cx="[\\d.]+" cy="[\\d.]+" r="3.5"`));
+        expect(html, series).not.toContain(`<path class="mark ${series}"`);
+      }
     } finally {
       t.remove();
     }
