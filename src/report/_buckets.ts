@@ -1,5 +1,5 @@
 /** Time buckets shared by the report's over-time figures, and the small helpers (SQL, rounding, percentiles, whether a run was paced) its modules share. */
-import type { ReportTimeline } from './types.js';
+import type { ReportPartner, ReportTimeline } from './types.js';
 
 /** Most buckets an over-time figure has: a bar every 9 px or so of a chart. */
 export const MAX_TIME_BUCKETS = 60;
@@ -34,4 +34,9 @@ export function percentileOf(sorted: readonly number[], p: number): number {
 /** True when some run of the timeline was paced: the partner answered 429s and the limiter paced its sends. */
 export function timelinePaced(timeline: ReportTimeline): boolean {
   return timeline.segments.some((s) => s.buckets.some((b) => b.pace_rate !== null));
+}
+
+/** True when the limit settled at its run's `--concurrency`: the user's ceiling, not a limit the partner showed. */
+export function settledAtCeiling(partner: ReportPartner): boolean {
+  return partner.settled_limit !== null && partner.settled_ceiling !== null && partner.settled_limit >= partner.settled_ceiling;
 }

@@ -5,7 +5,7 @@
  * an 800 px window to a laptop screen: charts and tables go to one column, long text wraps.
  */
 import { ROW_STATES, type RowState } from '../ledger/index.js';
-import { timelinePaced } from './_buckets.js';
+import { settledAtCeiling, timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
 import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
 import {
@@ -234,7 +234,8 @@ function partnerSentence(report: Report): string {
     return `No per-second samples in this ledger (a run of an older quote-batch, or none yet), so the limit over time is unknown; ${share}`;
   }
   const paced = p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s since the partner's 429s (about its rate limit)`;
-  return `Run ${p.settled_run_id ?? '–'} settled at ${formatFixed(p.settled_limit, 0)} requests in flight (the median limit of its last ${formatInteger(p.settled_samples)} seconds)${paced}; `
+  const ceiling = settledAtCeiling(p) ? ', its --concurrency ceiling: the partner showed no lower limit' : '';
+  return `Run ${p.settled_run_id ?? '–'} settled at ${formatFixed(p.settled_limit, 0)} requests in flight (the median limit of its last ${formatInteger(p.settled_samples)} seconds)${ceiling}${paced}; `
     + `the limit peaked at ${formatFixed(p.limit_max, 0)} and requests in flight at ${formatFixed(p.in_flight_max, 0)}. ${share}`;
 }
 

@@ -244,6 +244,8 @@ export function readPartner(db: Db, jobId: number): ReportPartner {
   const all = db.prepare('SELECT COUNT(*) AS n, MAX(concurrency_limit) AS max_limit, MAX(COALESCE(in_flight_max, in_flight)) AS max_in_flight FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?)')
     .get(jobId) as { n: number; max_limit: number | null; max_in_flight: number | null };
   const settled = readSettledLimit(db, jobId);
+  const ceiling = settled === null ? undefined
+    : db.prepare(`SELECT json_extract(options_json, '$.concurrency') AS c FROM runs WHERE id = ?`).get(settled.runId) as { c: unknown } | undefined;
   const answers = db.prepare('SELECT COUNT(*) AS attempts, TOTAL(http_status = 429) AS throttled FROM attempts WHERE job_id = ?')
     .get(jobId) as { attempts: number; throttled: number };
   return {
@@ -252,6 +254,7 @@ export function readPartner(db: Db, jobId: number): ReportPartner {
     settled_run_id: settled?.runId ?? null,
     settled_samples: settled?.samples ?? 0,
     settled_pace: settled?.pace ?? null,
+    settled_ceiling: typeof ceiling?.c === 'number' ? ceiling.c : null,
     limit_max: all.max_limit,
     in_flight_max: all.max_in_flight,
     attempts: answers.attempts,

@@ -258,6 +258,11 @@ export interface ReportPartner {
    * rate limit); null otherwise, and for samples of a quote-batch before schema version 4.
    */
   settled_pace: number | null;
+  /**
+   * The `--concurrency` of `settled_run_id`: the most its limit could be. A limit settled there is
+   * the user's ceiling, not one the partner showed. Null when unknown (no samples, an older run).
+   */
+  settled_ceiling: number | null;
   /** Highest `concurrency_limit` and `in_flight` of any sample. */
   limit_max: number | null;
   in_flight_max: number | null;

@@ -93,13 +93,14 @@ export interface RunInsert {
   finished_at?: string | null;
   status: string;
   heartbeat_at?: string | null;
+  options_json?: string;
 }
 
 export function insertRun(db: Database.Database, run: RunInsert): number {
   const info = prepared(db, 
     `INSERT INTO runs (job_id, started_at, finished_at, status, options_json, tool_version, pid, hostname, heartbeat_at)
-     VALUES (@job_id, @started_at, @finished_at, @status, '{}', '0.1.0', NULL, 'test-host', @heartbeat_at)`,
-  ).run({ finished_at: null, heartbeat_at: null, ...run });
+     VALUES (@job_id, @started_at, @finished_at, @status, @options_json, '0.1.0', NULL, 'test-host', @heartbeat_at)`,
+  ).run({ finished_at: null, heartbeat_at: null, options_json: '{}', ...run });
   return Number(info.lastInsertRowid);
 }
 

@@ -168,6 +168,8 @@ export function partnerBySql(db: Db, jobId: number) {
     settled_run_id: chosen?.run_id ?? null,
     settled_samples: limits.length,
     settled_pace: paces.length === 0 ? null : paces[Math.ceil(paces.length / 2) - 1],
+    settled_ceiling: chosen === undefined || limits.length === 0 ? null
+      : one<number | null>(db, `SELECT json_extract(options_json, '$.concurrency') FROM runs WHERE id = ?`, chosen.run_id),
     limit_max: one<number | null>(db, `SELECT MAX(concurrency_limit) FROM run_samples WHERE ${ofJob}`, jobId),
     in_flight_max: one<number | null>(db, `SELECT MAX(COALESCE(in_flight_max, in_flight)) FROM run_samples WHERE ${ofJob}`, jobId),
     attempts,

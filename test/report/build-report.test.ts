@@ -270,15 +270,20 @@ describe('buildReport on edge cases', () => {
     }
   });
 
-  it('draws a run shorter than a sample as dots, not as lines of one point (which draw nothing)', () => {
+  it('draws a run shorter than a sample as dots, not as lines of one point (which draw nothing), and says its limit was the ceiling', () => {
     const t = createTempLedger();
     try {
       const started = Date.now() - 5000;
       const jobId = insertJob(t.db, { status: 'completed', created_at: iso(started) });
-      const runId = insertRun(t.db, { job_id: jobId, started_at: iso(started), finished_at: iso(started + 800), status: 'completed' });
+      const runId = insertRun(t.db, { job_id: jobId, started_at: iso(started), finished_at: iso(started + 800), status: 'completed', options_json: '{"concurrency":8,"adaptive":true}' });
       for (let n = 1; n <= 20; n += 1) insertRow(t.db, { job_id: jobId, row_number: n, state: 'succeeded', attempts: 1, updated_at: iso(started + 40 * n) });
       insertSample(t.db, { run_id: runId, elapsed_ms: 800, at: iso(started + 800), concurrency_limit: 8, in_flight: 0, attempts: 20, throttled: 0, errors: 0, rows_done: 20, latency_p50_ms: 60 });
-      const html = renderHtml(buildReport(t.db, jobId), readProblemRows(t.db, jobId));
+      const report = buildReport(t.db, jobId);
+      const html = renderHtml(report, readProblemRows(t.db, jobId));
+      // It never left its --concurrency: a limit of the user's, which the report says.
+      expect(report.partner).toMatchObject({ settled_limit: 8, settled_ceiling: 8 });
+      expect(renderTable(report)).toContain("Partner's limit: settled at 8 requests in flight (the --concurrency ceiling: no lower limit shown)\n");
+      expect(html).toContain('settled at 8 requests in flight (the median limit of its last 1 seconds), its --concurrency ceiling: the partner showed no lower limit;');
       for (const series of ['limit', 'in-flight', 'rows-per-second']) {
         expect(html, series).toMatch(new RegExp(`<circle class="mark ${series}" cx="[\\d.]+" cy="[\\d.]+" r="3.5"`));
         expect(html, series).not.toContain(`<path class="mark ${series}"`);
