@@ -4,7 +4,7 @@
  * measures around them (send and accept rates, in-flight counts), queues the callers and enforces
  * the window and, once the partner has throttled, the pacing rate. docs/adaptive.md describes it.
  */
-import type { AttemptSample, ConcurrencyLimiter, ConcurrencySlot } from './concurrency.js';
+import { InFlightCount, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot } from './concurrency.js';
 import { onAnyAbort } from './_sleep.js';
 import { createWindowState, effectiveWindow, nextWindowState, WINDOW_RULES, type WindowEvent, type WindowState } from './_window-rules.js';
 
@@ -85,8 +85,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   /** Slots taken and not given back: what the window admits against. */
   #taken = 0;
   /** Of those, requests sent and not answered. */
-  #inFlight = 0;
-  #peakInFlight = 0;
+  readonly #inFlight = new InFlightCount();
   readonly #waiters: Waiter[] = [];
   /** When pacing lets the next request leave. */
   #nextSendAt = Number.NEGATIVE_INFINITY;
@@ -120,7 +119,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   }
 
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#inFlight.now;
   }
 
   /** Pacing rate in requests/s, or null when not pacing. */
@@ -129,16 +128,14 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   }
 
   takePeakInFlight(): number {
-    const peak = this.#peakInFlight;
-    this.#peakInFlight = this.#inFlight;
-    return peak;
+    return this.#inFlight.takePeak();
   }
 
   snapshot(): AdaptiveLimiterSnapshot {
     const s = this.#state;
     return {
       limit: this.limit,
-      inFlight: this.#inFlight,
+      inFlight: this.#inFlight.now,
       rate: s.rate ?? null,
       baselineLatencyMs: s.baselineMs ?? null,
       smoothedLatencyMs: s.smoothedLatencyMs ?? null,
@@ -220,15 +217,14 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
         sent = true;
         sentAt = this.#clock.now();
         this.#sent.add(sentAt);
-        this.#inFlight += 1;
-        this.#peakInFlight = Math.max(this.#peakInFlight, this.#inFlight);
-        inFlightAtSend = this.#inFlight;
+        this.#inFlight.sent();
+        inFlightAtSend = this.#inFlight.now;
       },
       release: (sample: AttemptSample) => {
         if (released) return;
         released = true;
         this.#taken -= 1;
-        if (sent) this.#inFlight -= 1;
+        if (sent) this.#inFlight.answered();
         this.#learn(sample, sentAt, inFlightAtSend);
         this.#dispatch();
       },

@@ -47,6 +47,35 @@ export interface ConcurrencyLimiter {
 }
 
 /**
+ * Requests sent and not yet answered, and the most of them at once since the last look: the count
+ * both limiters keep (a slot taken but not sent does not count).
+ */
+export class InFlightCount {
+  #now = 0;
+  #peak = 0;
+
+  get now(): number {
+    return this.#now;
+  }
+
+  sent(): void {
+    this.#now += 1;
+    if (this.#now > this.#peak) this.#peak = this.#now;
+  }
+
+  answered(): void {
+    this.#now -= 1;
+  }
+
+  /** The most in flight at once since the last call (at least those in flight now); starts anew. */
+  takePeak(): number {
+    const peak = this.#peak;
+    this.#peak = this.#now;
+    return peak;
+  }
+}
+
+/**
  * A fixed number of slots, handed out in arrival order. Waiters that are aborted leave the queue
  * without taking a slot.
  */
@@ -54,8 +83,7 @@ export class FixedLimiter implements ConcurrencyLimiter {
   readonly #limit: number;
   /** Slots taken and not given back. */
   #taken = 0;
-  #inFlight = 0;
-  #peakInFlight = 0;
+  readonly #inFlight = new InFlightCount();
   readonly #waiters: (() => void)[] = [];
 
   constructor(limit: number) {
@@ -68,7 +96,7 @@ export class FixedLimiter implements ConcurrencyLimiter {
   }
 
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#inFlight.now;
   }
 
   get rate(): null {
@@ -76,9 +104,7 @@ export class FixedLimiter implements ConcurrencyLimiter {
   }
 
   takePeakInFlight(): number {
-    const peak = this.#peakInFlight;
-    this.#peakInFlight = this.#inFlight;
-    return peak;
+    return this.#inFlight.takePeak();
   }
 
   async acquire(signals: readonly (AbortSignal | undefined)[] = []): Promise<ConcurrencySlot | 'aborted'> {
@@ -100,14 +126,13 @@ export class FixedLimiter implements ConcurrencyLimiter {
       sent: () => {
         if (sent || released) return;
         sent = true;
-        this.#inFlight += 1;
-        this.#peakInFlight = Math.max(this.#peakInFlight, this.#inFlight);
+        this.#inFlight.sent();
       },
       release: () => {
         if (released) return;
         released = true;
         this.#taken -= 1;
-        if (sent) this.#inFlight -= 1;
+        if (sent) this.#inFlight.answered();
         this.#waiters.shift()?.();
       },
     };
