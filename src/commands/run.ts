@@ -198,7 +198,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         event: 'summary', job: result.job.id, run: result.runId, end: result.end, exit_code: result.exitCode,
         duration_ms: Math.round(result.durationMs), halt_reason: result.haltReason, settled_limit: result.settledLimit, settled_pace: result.settledPace, ...result.counts,
         // Of the duplicate and rejected rows: those another job had sent, or whose request it had had rejected.
-        sent_by_other_job: ledger.countSentByOtherJob(result.job.id), rejected_by_other_job: ledger.countRejectedByOtherJob(result.job.id),
+        sent_by_other_job: result.byOtherJobs.sent, rejected_by_other_job: result.byOtherJobs.rejected,
       };
       // The summary's level says whether the job is done: info when completed, warn when not.
       if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result)}`, fields);

@@ -47,8 +47,6 @@ export const SQL = {
     `SELECT r.job_id, r.row_number, r.http_status, r.error_code, r.error_message FROM rows r INDEXED BY rows_key_job JOIN jobs j ON j.id = r.job_id
      WHERE r.row_key = ? AND r.job_id != ? AND r.state = 'rejected' AND r.request_sha256 = ? AND j.environment = ? AND j.operation = ?
      ORDER BY r.job_id DESC LIMIT 1`,
-  countRejectedByOtherJob: `SELECT COUNT(*) AS n FROM rows WHERE job_id = ? AND state = 'rejected' AND attempts = 0`,
-  countSentByOtherJob: `SELECT COUNT(*) AS n FROM rows WHERE job_id = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'`,
   insertRow:
     `INSERT INTO rows (job_id, row_number, row_key, agent_email, state, error_code, error_message, input_issues_json,
        source_offset, source_line, updated_at)

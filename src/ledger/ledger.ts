@@ -326,16 +326,6 @@ export class Ledger {
     return this.stmts.rejectedByOtherJob.get(boundKey(rowKey), jobId, requestSha256, environment, operation) as RejectedRow | undefined;
   }
 
-  /** Rows of `jobId` recorded `rejected` without an attempt: another job's answer to the same request (see {@link rejectedByOtherJob}). */
-  countRejectedByOtherJob(jobId: number): number {
-    return (this.stmts.countRejectedByOtherJob.get(jobId) as { n: number }).n;
-  }
-
-  /** Rows of `jobId` recorded `duplicate` because another job had sent their lead (see {@link sentByOtherJob}). */
-  countSentByOtherJob(jobId: number): number {
-    return (this.stmts.countSentByOtherJob.get(jobId) as { n: number }).n;
-  }
-
   insertRows(jobId: number, rows: readonly NewRow[]): void {
     if (this.db.inTransaction) this.insertRowsNow(jobId, rows);
     else this.#insertRowsTx(jobId, rows);

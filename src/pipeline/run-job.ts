@@ -16,6 +16,7 @@ import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
 import { DEFAULT_INITIAL_WINDOW } from '../partner/adaptive-limiter.js';
 import type { ClientEvent, HaltKind, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
+import { readRowsByOtherJobs } from '../report/build-report.js';
 import { readStartingLimit } from '../report/timeline.js';
 import { TOOL_VERSION } from '../version.js';
 import { JobRunner, type ProgressSnapshot, type RunEnd } from './job-runner.js';
@@ -99,6 +100,8 @@ export interface RunJobResult {
   settledLimit: number | null;
   /** `--concurrency`: the most the run could allow. */
   ceiling: number;
+  /** Rows another job had sent (duplicate) or had had rejected (rejected), so that this job did not send them. */
+  byOtherJobs: { sent: number; rejected: number };
   /** Requests per second the run was paced at by its end (a rate cap the partner showed); null when it was not pacing. */
   settledPace: number | null;
   durationMs: number;
@@ -182,6 +185,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
         emptyInput: latest.total_rows === 0, settledLimit: null, ceiling: options.concurrency, settledPace: null, exitCode: exitCodeFor('completed', counts),
+        byOtherJobs: readRowsByOtherJobs(ledger.db, latest.id),
       };
     }
 
@@ -276,6 +280,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         settledPace: options.adaptive === true ? monitor.settledPace : null,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
+        byOtherJobs: readRowsByOtherJobs(ledger.db, job.id),
       };
     } finally {
       await target.close();

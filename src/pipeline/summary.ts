@@ -79,14 +79,13 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
       lines.push(`  … ${errors.kinds - errors.groups.length} more: quote-batch report --ledger ${ledger.path} --job ${job.id}`);
     }
   }
-  const sentBefore = counts.duplicate > 0 ? ledger.countSentByOtherJob(job.id) : 0;
+  const { sent: sentBefore, rejected: rejectedBefore } = result.byOtherJobs;
   if (sentBefore > 0) {
     lines.push('', `${sentBefore} duplicate row(s) were not sent: another job of this ledger had sent (or may have sent)`,
       `their leads to ${job.environment} (a changed input or mapping, or --fresh, makes a new job). List them with`,
       `  quote-batch export --ledger ${ledger.path} --job ${job.id} --status duplicate --format source --out sent-before.${job.input_format}`,
       'and to send some all the same, keep those rows in that file and run it with --resend-sent.');
   }
-  const rejectedBefore = counts.rejected > 0 ? ledger.countRejectedByOtherJob(job.id) : 0;
   if (rejectedBefore > 0) {
     lines.push('', `${rejectedBefore} rejected row(s) were not sent again: the partner had rejected the very same request in`,
       'another job, and they carry its answer. Fix their data (export --status rejected --format source',

@@ -100,17 +100,25 @@ function readRows(db: Db, jobId: number): Report['rows'] {
   }
   const total = ROW_STATES.reduce((sum, s) => sum + byState[s], 0);
   const sent = byState.succeeded + byState.rejected + byState.failed + byState.in_doubt;
-  const other = db.prepare(
-    `SELECT TOTAL(state = 'duplicate' AND error_code = 'sent_by_other_job') AS sent, TOTAL(state = 'rejected' AND attempts = 0) AS rejected
-     FROM rows WHERE job_id = ? AND state IN ('duplicate', 'rejected')`,
-  ).get(jobId) as { sent: number; rejected: number };
   return {
     total,
     by_state: byState,
     success_rate: total === 0 ? null : round(byState.succeeded / total, 4),
     sent_success_rate: sent === 0 ? null : round(byState.succeeded / sent, 4),
-    by_other_jobs: { sent: other.sent, rejected: other.rejected },
+    by_other_jobs: readRowsByOtherJobs(db, jobId),
   };
+}
+
+/**
+ * Rows of the job another job had dealt with, so that this one did not send them: `duplicate` rows
+ * whose lead it had sent (`sent_by_other_job`), `rejected` rows whose very request it had had
+ * rejected (a copied answer: no attempt). For `report` and the run's summary alike.
+ */
+export function readRowsByOtherJobs(db: Db, jobId: number): Report['rows']['by_other_jobs'] {
+  return db.prepare(
+    `SELECT TOTAL(state = 'duplicate' AND error_code = 'sent_by_other_job') AS sent, TOTAL(state = 'rejected' AND attempts = 0) AS rejected
+     FROM rows WHERE job_id = ? AND state IN ('duplicate', 'rejected')`,
+  ).get(jobId) as Report['rows']['by_other_jobs'];
 }
 
 function readAttempts(db: Db, jobId: number): ReportAttempts {
