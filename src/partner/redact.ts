@@ -10,7 +10,12 @@
  *
  * Two precompiled regexes per key (built by the constructor): one for the key itself, one with an
  * alternative per encoded rendering; only the characters next to a match are looked at further.
+ * Then a last check (`_leak-check.ts`) looks for the key once every other encoding it knows is undone
+ * (hex with separators, base64 broken by spaces, escapes applied twice, the base64 or hex of the key
+ * in another case, …); what it finds is taken out whole: the JSON string, or the text.
  */
+
+import { LeakCheck } from './_leak-check.js';
 
 export const REDACTED = '[redacted]';
 
@@ -23,16 +28,37 @@ export class Redactor {
   /** The cores of the encoded fragments, one capturing group each (in {@link #fragments}' order). */
   readonly #encoded: RegExp | null;
   readonly #fragments: readonly Fragment[];
+  /** The last line: whether the key still shows once other encodings are undone (see `_leak-check.ts`). */
+  readonly #leaks: LeakCheck | null;
 
   constructor(secret: string) {
+    this.#leaks = secret === '' ? null : new LeakCheck(secret);
     this.#pattern = secret === '' ? null : new RegExp([...secret].map(characterForms).join(''), 'g');
     // Longest first: where two cores match at the same place, the longer is taken.
     this.#fragments = secret.length >= MIN_ENCODED_LENGTH ? encodedFragments(secret).sort((a, b) => b.core.length - a.core.length) : [];
     this.#encoded = this.#fragments.length === 0 ? null : new RegExp(this.#fragments.map((f) => `(${corePattern(f)})`).join('|'), 'g');
   }
 
-  /** `text` with every occurrence of the key, in any of its forms, replaced by {@link REDACTED}. */
+  /**
+   * `text` with every occurrence of the key, in any of its forms, replaced by {@link REDACTED}. Where
+   * the key still shows in a form the precise pass does not take apart (hex with separators, base64
+   * broken by spaces, escapes applied twice…), what holds it goes whole: each JSON string that shows
+   * it, or the text when it is not JSON (or the key shows only across its strings).
+   */
   redact(text: string): string {
+    const out = this.#redactPrecisely(text);
+    const leaks = this.#leaks;
+    if (leaks === null || !leaks.finds(out)) return out;
+    try {
+      const whole = JSON.stringify(dropStrings(JSON.parse(out) as unknown, leaks));
+      if (!leaks.finds(whole)) return whole;
+    } catch {
+      // Not JSON: the text goes whole.
+    }
+    return REDACTED;
+  }
+
+  #redactPrecisely(text: string): string {
     if (this.#pattern === null || text === '') return text;
     const out = text.replace(this.#pattern, REDACTED);
     const encoded = this.#encoded;
@@ -63,6 +89,21 @@ export class Redactor {
     }
     return result + out.slice(kept, start) + REDACTED + out.slice(end);
   }
+}
+
+/** `value` with every string (and object key) in which `leaks` finds the key replaced by {@link REDACTED}. */
+function dropStrings(value: unknown, leaks: LeakCheck): unknown {
+  if (typeof value === 'string') return leaks.finds(value) ? REDACTED : value;
+  if (Array.isArray(value)) return value.map((item) => dropStrings(item, leaks));
+  if (value === null || typeof value !== 'object') return value;
+  // No prototype: a `__proto__` key of the answer stays a key.
+  const out = Object.create(null) as Record<string, unknown>;
+  let dropped = 0;
+  for (const [key, item] of Object.entries(value)) {
+    const name = leaks.finds(key) ? `${REDACTED}${dropped++ === 0 ? '' : ` ${dropped}`}` : key;
+    out[name] = dropStrings(item, leaks);
+  }
+  return out;
 }
 
 /**

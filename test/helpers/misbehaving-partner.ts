@@ -11,6 +11,9 @@
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
+/** How `forward-then-echo-key` echoes the key: the forms the redactor must take out of an answer. */
+export type EchoForm = 'raw' | 'json-escaped' | 'url-encoded' | 'hex-spaced' | 'base64-lower-case' | 'url-encoded-twice' | 'all';
+
 export type Operation = 'validate' | 'quote' | 'lead';
 
 /** What the proxy does with one request. */
@@ -30,7 +33,7 @@ export type Behaviour =
   /** Forward, then answer with the sandbox's status and a body of `bytes` bytes (generated as it is written). */
   | { kind: 'forward-then-big'; bytes: number }
   /** Forward, then add the API key (as the partner received it) to the answer, in the given form. */
-  | { kind: 'forward-then-echo-key'; form: 'raw' | 'json-escaped' | 'url-encoded' | 'all' };
+  | { kind: 'forward-then-echo-key'; form: EchoForm };
 
 export interface RequestInfo {
   operation: Operation;
@@ -154,6 +157,9 @@ export async function startMisbehavingPartner(upstreamUrl: string, script: Scrip
               raw: key,
               'json-escaped': [...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''),
               'url-encoded': [...Buffer.from(key)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join(''),
+              'hex-spaced': [...Buffer.from(key)].map((b) => b.toString(16).padStart(2, '0').toUpperCase()).join(' '),
+              'base64-lower-case': Buffer.from(key.toLowerCase()).toString('base64'),
+              'url-encoded-twice': encodeURIComponent([...Buffer.from(key)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')),
             };
             const echoed = behaviour.form === 'all' ? Object.values(forms).join(' ') : forms[behaviour.form];
             // Into the answer's message and a field of its own, as a debugging gateway would.

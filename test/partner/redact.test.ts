@@ -221,3 +221,57 @@ describe('Redactor: the key and its base64/hex as JSON encoders, URLs and MIME r
     expect(out).toBe(`{"echo":"${REDACTED}","then":"a ${REDACTED}/b"}`);
   });
 });
+
+describe('Redactor: the last check, for encodings the precise pass does not take apart', () => {
+  const key = 'pk_demo_Canary7Q2x';
+  const redactor = new Redactor(key);
+  const hex = (text: string): string => Buffer.from(text).toString('hex');
+  const b64 = (text: string): string => Buffer.from(text).toString('base64');
+  const spaced = (text: string, every: number, gap: string): string => text.replace(new RegExp(`(.{${every}})(?=.)`, 'g'), `$1${gap}`);
+  const forms: Array<[string, string]> = [
+    ['hex with colons', spaced(hex(key), 2, ':')],
+    ['hex with spaces, upper case', spaced(hex(key), 2, ' ').toUpperCase()],
+    ['hex as 0x bytes', [...Buffer.from(key)].map((b) => `0x${b.toString(16)}`).join(',')],
+    ['hex as \\\\x escapes', [...Buffer.from(key)].map((b) => `\\\\x${b.toString(16)}`).join('')],
+    ['base64 with a space every 4', spaced(b64(key), 4, ' ')],
+    ['base64 of the key lower-cased', b64(key.toLowerCase())],
+    ['base64url of the key upper-cased', Buffer.from(`k=${key.toUpperCase()}`).toString('base64url')],
+    ['hex of the key upper-cased', hex(key.toUpperCase())],
+    ['percent-encoded twice', encodeURIComponent(encodeURIComponent(key).replace(/_/g, '%5F'))],
+    ['percent-encoded three times', encodeURIComponent(encodeURIComponent([...Buffer.from(key)].map((b) => `%${b.toString(16)}`).join('')))],
+    ['letters backslash-escaped', [...key].map((c) => `\\\\${c}`).join('')],
+    ['HTML character references', [...key].map((c) => `&#${c.charCodeAt(0)};`).join('')],
+    ['HTML hex references, percent-encoded', encodeURIComponent([...key].map((c) => `&#x${c.charCodeAt(0).toString(16)};`).join(''))],
+  ];
+  it.each(forms)('%s: the JSON string holding it goes, the rest stays', (_name, form) => {
+    const text = `{"status":"error","echo":{"seen":"header ${form} refused"},"list":["ok","${form}"],"code":"E42"}`;
+    const out = redactor.redact(text);
+    expect(JSON.parse(out)).toEqual({ status: 'error', echo: { seen: REDACTED }, list: ['ok', REDACTED], code: 'E42' });
+    expect(out).not.toContain(form);
+  });
+
+  it('a text that is not JSON goes whole', () => {
+    expect(redactor.redact(`upstream said: ${spaced(hex(key), 2, '-')}`)).toBe(REDACTED);
+    expect(redactor.redact(`{"truncated": "${spaced(b64(key), 3, ' ')}`)).toBe(REDACTED);
+  });
+
+  it('an object key that shows the key is renamed, and a __proto__ key stays a key', () => {
+    const out = redactor.redact(`{"${spaced(hex(key), 2, ' ')}":1,"${b64(key.toUpperCase())}":2,"__proto__":{"x":"y"}}`);
+    expect(JSON.parse(out)).toEqual(JSON.parse(`{"${REDACTED}":1,"${REDACTED} 2":2,"__proto__":{"x":"y"}}`));
+  });
+
+  it('leaves ordinary answers alone: escapes, hex ids, base64 and HTML that do not hold the key', () => {
+    const texts = [
+      '{"status":"success","quote_id":"Q-7f3a9c1e2b4d","premium":{"annual":1234.5},"note":"caf\\u00e9 \\/ 100%25 &amp; &#233;"}',
+      `{"trace":"${spaced(hex('some other token value'), 2, ':')}","blob":"${spaced(b64('pk_demo_Canary7Q2y is not it'), 4, ' ')}"}`,
+      'plain text with 0x1f, \\x41 and %2525 in it',
+    ];
+    for (const text of texts) expect(redactor.redact(text)).toBe(text);
+  });
+
+  it('short keys: only the decoded view is searched', () => {
+    const short = new Redactor('k3y!');
+    expect(short.redact('{"a":"%256b%2533%2579!"}')).toBe(`{"a":"${REDACTED}"}`);
+    expect(short.redact(`{"a":"${hex('k3y!')}"}`)).toBe(`{"a":"${hex('k3y!')}"}`);
+  });
+});
