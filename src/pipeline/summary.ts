@@ -47,7 +47,8 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   const { job, counts } = result;
   const total = ROW_STATES.reduce((sum, s) => sum + counts[s], 0);
   const lines: string[] = [];
-  const title = result.alreadyCompleted ? `job ${job.id}: already completed, nothing sent` : `job ${job.id}: run ${result.runId ?? '-'} ${result.end}`;
+  const ending = result.limitedTo === null ? result.end : `stopped at --limit ${result.limitedTo}`;
+  const title = result.alreadyCompleted ? `job ${job.id}: already completed, nothing sent` : `job ${job.id}: run ${result.runId ?? '-'} ${ending}`;
   lines.push('', title, '-'.repeat(Math.min(78, title.length)));
   lines.push(`input        ${job.input_path}`);
   lines.push(`environment  ${job.environment} (${job.operation})`);

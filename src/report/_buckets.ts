@@ -1,5 +1,5 @@
 /** Time buckets shared by the report's over-time figures, and the small helpers (SQL, rounding, percentiles, whether a run was paced) its modules share. */
-import type { ReportPartner, ReportTimeline } from './types.js';
+import type { Report, ReportPartner, ReportRun, ReportTimeline } from './types.js';
 
 /** Most buckets an over-time figure has: a bar every 9 px or so of a chart. */
 export const MAX_TIME_BUCKETS = 60;
@@ -34,6 +34,23 @@ export function percentileOf(sorted: readonly number[], p: number): number {
 /** True when some run of the timeline was paced: the partner answered 429s and the limiter paced its sends. */
 export function timelinePaced(timeline: ReportTimeline): boolean {
   return timeline.segments.some((s) => s.buckets.some((b) => b.pace_rate !== null));
+}
+
+/** A run's status as people read it: `completed (--limit 20)` for a run that stopped at its `--limit`. */
+export function runStatusLabel(run: ReportRun): string {
+  return run.limit === null || run.status !== 'completed' ? run.status : `completed (--limit ${run.limit})`;
+}
+
+/**
+ * The job's status as people read it: a job whose newest run stopped at its `--limit` is `interrupted`
+ * (rows of the input were not read), and says so.
+ */
+export function jobStatusLabel(report: Report): string {
+  const last = report.runs.at(-1);
+  const status = report.job.status;
+  return status === 'interrupted' && last !== undefined && last.limit !== null && last.status === 'completed'
+    ? `${status} (run ${last.id} stopped at --limit ${last.limit})`
+    : status;
 }
 
 /** True when the limit settled at its run's `--concurrency`: the user's ceiling, not a limit the partner showed. */

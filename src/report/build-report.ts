@@ -222,9 +222,14 @@ function readCompletions(db: Db, jobId: number): ReportCompletions {
 function readRuns(db: Db, jobId: number): ReportRun[] {
   return (db.prepare(
     `SELECT id, started_at, finished_at, status, tool_version,
-       (julianday(COALESCE(finished_at, heartbeat_at)) - julianday(started_at)) * 86400.0 AS seconds
+       (julianday(COALESCE(finished_at, heartbeat_at)) - julianday(started_at)) * 86400.0 AS seconds,
+       CASE WHEN json_valid(options_json) THEN json_extract(options_json, '$.limit') END AS "limit"
      FROM runs WHERE job_id = ? ORDER BY id`,
-  ).all(jobId) as ReportRun[]).map((r) => ({ ...r, seconds: r.seconds === null ? null : round(r.seconds, 3) }));
+  ).all(jobId) as Array<Omit<ReportRun, 'limit'> & { limit: unknown }>).map((r) => ({
+    ...r,
+    seconds: r.seconds === null ? null : round(r.seconds, 3),
+    limit: typeof r.limit === 'number' && Number.isInteger(r.limit) && r.limit > 0 ? r.limit : null,
+  }));
 }
 
 // --- statistics -----------------------------------------------------------------------------

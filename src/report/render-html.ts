@@ -5,7 +5,7 @@
  * an 800 px window to a laptop screen: charts and tables go to one column, long text wraps.
  */
 import { ROW_STATES, type RowState } from '../ledger/index.js';
-import { settledAtCeiling, timelinePaced } from './_buckets.js';
+import { jobStatusLabel, runStatusLabel, settledAtCeiling, timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
 import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
 import {
@@ -150,7 +150,7 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
 
   const body = `
 <header>
-  <h1>Job ${e(job.id)} <span class="status">${e(job.status)}</span></h1>
+  <h1>Job ${e(job.id)} <span class="status">${e(jobStatusLabel(report))}</span></h1>
   <p class="meta">input <code>${e(job.input_path)}</code> (${e(job.input_format)}) · mapping <code>${e(job.mapping_path)}</code></p>
   <p class="meta">${e(job.environment)} · ${e(job.operation)}${job.base_url === null ? '' : ` · <code>${e(job.base_url)}</code>`} · created ${e(formatTimestamp(job.created_at))} · finished ${e(formatTimestamp(job.finished_at))}</p>
 </header>
@@ -184,7 +184,7 @@ ${report.row_error_groups > report.row_errors.length ? `<p class="note">The ${e(
   ${table(`Invalid agents (${formatInteger(report.invalid_agents.length)})`, ['blocked rows', 'agent e-mail', 'message'],
     report.invalid_agents.map((a) => [num(a.blocked_rows), wrap(a.email ?? '–'), msg(a.message)]), [0])}
   ${table(`Runs (${report.runs.length})`, ['id', 'status', 'started', 'finished', 'time', 'version'],
-    report.runs.map((r) => [num(r.id), e(r.status), e(formatTimestamp(r.started_at)), e(formatTimestamp(r.finished_at)), num(formatSeconds(r.seconds)), e(r.tool_version)]), [0, 4], true)}
+    report.runs.map((r) => [num(r.id), e(runStatusLabel(r)), e(formatTimestamp(r.started_at)), e(formatTimestamp(r.finished_at)), num(formatSeconds(r.seconds)), e(r.tool_version)]), [0, 4], true)}
 </section>
 <h2>Rows to look at: every state but succeeded (${e(formatInteger(problems.total))})</h2>
 ${problems.total > problems.rows.length

@@ -5,7 +5,7 @@
  */
 import { formatErrorGroupLines } from '../error-groups.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { settledAtCeiling, timelinePaced } from './_buckets.js';
+import { jobStatusLabel, runStatusLabel, settledAtCeiling, timelinePaced } from './_buckets.js';
 import {
   cleanText, formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
   truncateStart, truncateText,
@@ -26,7 +26,7 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
   const push = (...more: string[]): void => void lines.push(...more);
   const { job, rows, attempts } = report;
 
-  push(`quote-batch report · job ${job.id} · ${job.status}`, '');
+  push(`quote-batch report · job ${job.id} · ${jobStatusLabel(report)}`, '');
   const format = ` (${cleanText(job.input_format)})`;
   push(`  input     ${truncateStart(cleanText(job.input_path), width - 12 - format.length)}${format}`);
   push(`  mapping   ${truncateStart(cleanText(job.mapping_path), width - 12)}`);
@@ -106,9 +106,10 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
   push('', ...partnerLines(report, width));
 
   push('', `Runs (${report.runs.length})`);
-  push(`  ${padCellLeft('id', 6)}  ${padCell('status', 12)} ${padCell('started', 21)} ${padCell('finished', 21)} ${padCellLeft('time', 10)}`);
+  const statusWidth = Math.max(12, ...report.runs.map((r) => runStatusLabel(r).length + 1));
+  push(`  ${padCellLeft('id', 6)}  ${padCell('status', statusWidth)} ${padCell('started', 21)} ${padCell('finished', 21)} ${padCellLeft('time', 10)}`);
   for (const r of report.runs) {
-    push(`  ${padCellLeft(String(r.id), 6)}  ${padCell(r.status, 12)} ${padCell(formatTimestamp(r.started_at), 21)} ${padCell(formatTimestamp(r.finished_at), 21)} ${padCellLeft(formatSeconds(r.seconds), 10)}`);
+    push(`  ${padCellLeft(String(r.id), 6)}  ${padCell(runStatusLabel(r), statusWidth)} ${padCell(formatTimestamp(r.started_at), 21)} ${padCell(formatTimestamp(r.finished_at), 21)} ${padCellLeft(formatSeconds(r.seconds), 10)}`);
   }
 
   // A last guard: whatever the data, no line wraps in the terminal.

@@ -179,6 +179,8 @@ export interface ReportRun {
   tool_version: string;
   /** `finished_at` (else last heartbeat) minus `started_at`, 3 decimals. */
   seconds: number | null;
+  /** The run's `--limit` (it stopped after that many rows; `completed` then means it reached it), else null. */
+  limit: number | null;
 }
 
 /**

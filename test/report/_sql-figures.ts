@@ -87,7 +87,8 @@ export function computeFiguresBySql(db: Db, jobId: number) {
   const done = total - s('pending') - s('in_flight');
   const runs = (db.prepare(
     `SELECT id, started_at, finished_at, status, tool_version,
-       (julianday(COALESCE(finished_at, heartbeat_at)) - julianday(started_at)) * 86400 AS seconds
+       (julianday(COALESCE(finished_at, heartbeat_at)) - julianday(started_at)) * 86400 AS seconds,
+       json_extract(options_json, '$.limit') AS "limit"
      FROM runs WHERE job_id = ? ORDER BY id`,
   ).all(jobId) as { seconds: number | null }[]).map((r) => ({ ...r, seconds: r.seconds === null ? null : round(r.seconds, 3) }));
 

@@ -205,3 +205,35 @@ describe('on the ledger of the sample job (`npm start`)', () => {
 function createReader(path: string): Database.Database {
   return new Database(path, { readonly: true, fileMustExist: true });
 }
+
+describe('a run stopped at --limit, as the summary, report and jobs call it', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'qb-limit-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('the run "stopped at --limit 20", the job interrupted because of it; once resumed to the end, completed', () => {
+    const env = { QUOTE_BATCH_API_KEY: 'sandbox-key' };
+    const args = ['run', join(ROOT, 'samples/leads.csv'), '--mapping', join(ROOT, 'mappings/example-csv.yaml'), '--env', 'sandbox', '--quiet'];
+    const limited = cli([...args, '--limit', '20'], dir, env);
+    expect(limited.code).toBe(3);
+    expect(limited.stdout).toContain('\njob 1: run 1 stopped at --limit 20\n');
+    expect(limited.stdout).toContain('exit 3: job not completed: this run was limited to the first 20 rows');
+
+    const table = cli(['report'], dir);
+    expect(table.stdout).toMatch(/^quote-batch report · job 1 · interrupted \(run 1 stopped at --limit 20\)\n/);
+    expect(table.stdout).toMatch(/\n {7}1 {2}completed \(--limit 20\) +\d{4}-/);
+    const json = JSON.parse(cli(['report', '--format', 'json'], dir).stdout) as Report;
+    expect(json.job.status).toBe('interrupted');
+    expect(json.runs.map((r) => [r.status, r.limit])).toEqual([['completed', 20]]);
+    expect(cli(['report', '--format', 'html'], dir).stdout).toContain('<span class="status">interrupted (run 1 stopped at --limit 20)</span>');
+
+    const rest = cli(args, dir, env);
+    expect(rest.stdout).toContain('\njob 1: run 2 completed\n');
+    const after = cli(['report'], dir).stdout;
+    expect(after).toMatch(/^quote-batch report · job 1 · completed\n/);
+    expect(after).toMatch(/\n {7}1 {2}completed \(--limit 20\) +\d{4}-/);
+    expect(after).toMatch(/\n {7}2 {2}completed +\d{4}-/);
+  });
+});
