@@ -28,7 +28,9 @@ export const SQL = {
   heartbeat: 'UPDATE runs SET heartbeat_at = ? WHERE id = ?',
   finishRun: 'UPDATE runs SET status = ?, finished_at = ? WHERE id = ?',
   inFlightToInDoubt:
-    `UPDATE rows SET state = 'in_doubt', updated_at = ?,
+    // The request in flight counts as an attempt: it may have reached the partner (its attempts of that
+    // run, kept in memory until its outcome, are lost with the process: at least this one is known).
+    `UPDATE rows SET state = 'in_doubt', updated_at = ?, attempts = attempts + 1,
        error_message = COALESCE(error_message, 'the process stopped while the request was in flight')
      WHERE job_id = ? AND state = 'in_flight'`,
   rowStates: 'SELECT row_number, state FROM rows WHERE job_id = ?',

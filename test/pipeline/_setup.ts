@@ -34,7 +34,7 @@ export function copyInto(dir: string, file: string, name: string): string {
 
 export interface LedgerView {
   states: Record<string, number>;
-  rows: { row_number: number; row_key: string | null; state: string; agent_email: string | null }[];
+  rows: { row_number: number; row_key: string | null; state: string; agent_email: string | null; attempts: number }[];
   jobs: { id: number; status: string; total_rows: number | null }[];
   runs: { id: number; job_id: number; status: string }[];
   attemptsByKind: Record<string, number>;
@@ -56,7 +56,7 @@ export function readLedger(path: string, jobId?: number): LedgerView {
     }
     return {
       states,
-      rows: db.prepare('SELECT row_number, row_key, state, agent_email FROM rows WHERE job_id = ? ORDER BY row_number').all(job) as LedgerView['rows'],
+      rows: db.prepare('SELECT row_number, row_key, state, agent_email, attempts FROM rows WHERE job_id = ? ORDER BY row_number').all(job) as LedgerView['rows'],
       jobs: db.prepare('SELECT id, status, total_rows FROM jobs ORDER BY id').all() as LedgerView['jobs'],
       runs: db.prepare('SELECT id, job_id, status FROM runs ORDER BY id').all() as LedgerView['runs'],
       attemptsByKind,
