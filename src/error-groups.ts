@@ -26,6 +26,8 @@ export interface ErrorKind {
   subject: string;
   /** Source columns (or NDJSON fields) named by the message, in the order seen. */
   columns: string[];
+  /** The state codes the subject shows as `XX` (the partner's `State AK is not supported.`), in the order seen. */
+  states: string[];
 }
 
 /** One group: how many failures, and a few of their rows as samples. */
@@ -52,6 +54,11 @@ const VALUE_REPLACEMENTS: readonly [RegExp, string][] = [
   [/\bhttps?:\/\/\S+/gi, '<url>'],
   [/[^\s@"'<>()]+@[^\s@"'<>()]+\.[A-Za-z]{2,}/g, '<email>'],
 ];
+/** A US state code after the word "state": taken out of a group's subject, and listed with the group. */
+const STATE_CODE = /\b([Ss]tate|STATE) ([A-Z]{2})\b/g;
+/** Most state codes (and columns) a group lists. */
+const MAX_LISTED = 8;
+
 // A partner's or the client's message may hold ids and numbers anywhere.
 const REPLACEMENTS: readonly [RegExp, string][] = [
   ...VALUE_REPLACEMENTS,
@@ -60,7 +67,7 @@ const REPLACEMENTS: readonly [RegExp, string][] = [
   [/\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}\b/g, '<id>'],
   [/\b\d+(?:\.\d+)?\b/g, 'N'],
   // A US state code after the word "state" (the partner's `State AK is not supported.`).
-  [/\b([Ss]tate|STATE) [A-Z]{2}\b/g, '$1 XX'],
+  [STATE_CODE, '$1 XX'],
 ];
 
 /** Takes row numbers, quoted values, ids, e-mails, URLs and numbers out of a message. */
@@ -93,6 +100,7 @@ export function errorKindOf(input: ErrorKindInput): ErrorKind {
     text = text.slice(0, suffix.index);
   }
   let subject: string;
+  let states: string[] = [];
   if (ROW_PREFIX.test(text)) {
     // `row N: path: message[, got "value"]`: the path without indexes, the message without its value.
     const rest = text.replace(ROW_PREFIX, '');
@@ -102,9 +110,10 @@ export function errorKindOf(input: ErrorKindInput): ErrorKind {
     subject = path === '' ? normaliseReason(message) : `${path}: ${replaceAll(message.replace(/, got .*$/, ''), VALUE_REPLACEMENTS)}`;
   } else {
     subject = normaliseReason(text);
+    if (subject.includes(' XX')) states = [...new Set(Array.from(text.matchAll(STATE_CODE), (m) => m[2] as string))];
   }
   if (subject === '') subject = code ?? input.state;
-  return { key: `${input.state}\u0000${code ?? ''}\u0000${subject}`, state: input.state, code, subject, columns };
+  return { key: `${input.state}\u0000${code ?? ''}\u0000${subject}`, state: input.state, code, subject, columns, states };
 }
 
 /** Subject of the group that gathers a state's failures once {@link ErrorGroups} holds `maxKinds` kinds. */
@@ -130,16 +139,17 @@ export class ErrorGroups {
     let kind = errorKindOf(input);
     let group = this.#groups.get(kind.key);
     if (group === undefined && this.#groups.size >= this.#maxKinds) {
-      kind = { key: `${input.state}\u0000\u0000\u0000other`, state: input.state, code: null, subject: OTHER_KINDS_SUBJECT, columns: [] };
+      kind = { key: `${input.state}\u0000\u0000\u0000other`, state: input.state, code: null, subject: OTHER_KINDS_SUBJECT, columns: [], states: [] };
       group = this.#groups.get(kind.key);
     }
     if (group === undefined) {
-      group = { ...kind, columns: [], count: 0, rows: [] };
+      group = { ...kind, columns: [], states: [], count: 0, rows: [] };
       this.#groups.set(kind.key, group);
     }
     group.count += count;
     if (row !== undefined && group.rows.length < this.#samples) group.rows.push(row);
-    for (const column of kind.columns) if (group.columns.length < 8 && !group.columns.includes(column)) group.columns.push(column);
+    for (const column of kind.columns) if (group.columns.length < MAX_LISTED && !group.columns.includes(column)) group.columns.push(column);
+    for (const state of kind.states) if (group.states.length < MAX_LISTED && !group.states.includes(state)) group.states.push(state);
     return group;
   }
 
@@ -158,11 +168,15 @@ export class ErrorGroups {
   }
 }
 
-/** One line for a group: `state · code · subject (columns …)`; the code is left out when it repeats the state or the subject. */
+/**
+ * One line for a group: `state · code · subject (columns …) (states …)`; the code is left out when it
+ * repeats the state or the subject.
+ */
 export function describeErrorKind(kind: ErrorKind): string {
   const columns = kind.columns.length === 0 ? '' : ` (${kind.columns.length === 1 ? 'column' : 'columns'} ${kind.columns.join(', ')})`;
+  const states = kind.states.length === 0 ? '' : ` (${kind.states.length === 1 ? 'state' : 'states'} ${kind.states.join(', ')})`;
   const head = kind.code === null || kind.subject === kind.code || kind.code === kind.state ? kind.state : `${kind.state} · ${kind.code}`;
-  return `${head} · ${kind.subject}${columns}`;
+  return `${head} · ${kind.subject}${columns}${states}`;
 }
 
 /**

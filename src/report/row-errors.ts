@@ -39,6 +39,7 @@ export function readErrorGroups(db: Database.Database, jobId: number, options: {
       kind: describeErrorKind(g),
       subject: g.subject,
       columns: g.columns,
+      states: g.states,
       rows: g.count,
       sample_rows: g.rows,
       error_message: firstMessage.get(g) ?? null,

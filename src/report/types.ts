@@ -126,6 +126,8 @@ export interface ReportRowError {
   subject: string;
   /** Source columns (or NDJSON fields) the group's messages name, at most 8. */
   columns: string[];
+  /** State codes the group's messages name, shown as `XX` in `subject` (`State XX is not supported.`), at most 8. */
+  states: string[];
   /** How many rows are of this kind. */
   rows: number;
   /** The first rows of the kind (at most 3), in row order. */

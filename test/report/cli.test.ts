@@ -186,7 +186,7 @@ describe('on the ledger of the sample job (`npm start`)', () => {
     expect(expected.map((g) => [g.rows, g.kind]).slice(0, 4)).toEqual([
       [4, 'agent_invalid · The specified user_type does not match the account.'],
       [4, 'agent_invalid · User not found.'],
-      [3, 'rejected · state_not_supported · State XX is not supported.'],
+      [3, 'rejected · state_not_supported · State XX is not supported. (states AK, HI, MA)'],
       [2, 'rejected · eligible_vehicle_not_found · No eligible vehicle found: a vehicle must be model year N or later and not in commercial use.'],
     ]);
     for (const g of expected) expect(g.kind).not.toMatch(/\b(?:rows?|lines?) \d/);

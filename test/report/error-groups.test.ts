@@ -82,14 +82,20 @@ describe('ErrorGroups', () => {
     expect(groups.top(1)).toHaveLength(1);
   });
 
-  it('gathers the partner messages of the samples (one per US state) in one kind', () => {
+  it('gathers the partner messages of the samples (one per US state) in one kind, which names the states', () => {
     const groups = new ErrorGroups();
-    for (const state of ['AK', 'HI', 'MA']) {
+    for (const state of ['AK', 'HI', 'MA', 'HI']) {
       groups.add({ state: 'rejected', errorCode: 'state_not_supported', message: `State ${state} is not supported.` });
     }
     expect(groups.top().map((g) => [g.count, describeErrorKind(g)])).toEqual([
-      [3, 'rejected · state_not_supported · State XX is not supported.'],
+      [4, 'rejected · state_not_supported · State XX is not supported. (states AK, HI, MA)'],
     ]);
+    const one = errorKindOf({ state: 'rejected', errorCode: 'state_not_supported', message: 'State ZZ is not supported.' });
+    expect(describeErrorKind(one)).toBe('rejected · state_not_supported · State XX is not supported. (state ZZ)');
+    // At most 8 listed; the count goes on.
+    const many = new ErrorGroups();
+    for (const state of ['AA', 'BB', 'CC', 'DD', 'EE', 'FF', 'GG', 'HH', 'II']) many.add({ state: 'rejected', errorCode: null, message: `State ${state} is not supported.` });
+    expect(many.top()[0]).toMatchObject({ count: 9, states: ['AA', 'BB', 'CC', 'DD', 'EE', 'FF', 'GG', 'HH'] });
   });
 
   it('leaves out a code that repeats the state', () => {
