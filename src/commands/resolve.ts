@@ -5,6 +5,7 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
 import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution } from '../ledger/index.js';
+import { SETTLE_IN_DOUBT } from '../pipeline/summary.js';
 import { resolveJobId } from '../report/index.js';
 import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
@@ -55,7 +56,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         const crashed = result.crashedRuns === 0
           ? []
           : [`job ${jobId}: ${result.crashedRuns} run(s) had ended without recording it (crash or kill): the ${result.newlyInDoubt} row(s) they left in flight are now in doubt${
-            flags.rows === undefined && result.newlyInDoubt > 0 ? ' (not settled here: check them with the partner, then resolve them)' : ''}`];
+            flags.rows === undefined && result.newlyInDoubt > 0 ? ` (not settled here: ${SETTLE_IN_DOUBT})` : ''}`];
         const done = result.resolved.length === 0
           ? `job ${jobId}: no rows in doubt; nothing to resolve`
           : `job ${jobId}: ${result.resolved.length} row(s) resolved from in_doubt to ${flags.as} (rows ${rows})`;

@@ -11,6 +11,7 @@ import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
 import { settledLimitOf, settledPaceOf } from '../report/timeline.js';
+import { SETTLE_IN_DOUBT } from './summary.js';
 
 const SAMPLE_EVERY_MS = 1000;
 /** Transient failures (5xx, time-outs, 429s) within this window that make a warn line. */
@@ -34,7 +35,7 @@ export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>): { cod
     case 'outage':
       return { code: 'E_CIRCUIT_OPEN', hint: 'the partner looks down: run the same command again later to resume (--max-outage sets how long a run waits for it)' };
     case 'in_doubt':
-      return { code: 'E_CIRCUIT_OPEN', hint: 'the partner stopped answering after requests were sent: check the rows in doubt (quote-batch export --status in_doubt) with the partner, settle them with `quote-batch resolve`, then run the same command again later to resume' };
+      return { code: 'E_CIRCUIT_OPEN', hint: `the partner stopped answering after requests were sent, leaving rows in doubt: ${SETTLE_IN_DOUBT}, then run the same command again later to resume` };
   }
 }
 

@@ -5,6 +5,12 @@ import { ROW_STATES } from '../ledger/index.js';
 import { readErrorGroups } from '../report/index.js';
 import type { RunJobResult } from './run-job.js';
 
+/**
+ * What to do with rows in doubt, in every message that leaves some (the summary, the halt's hint,
+ * `resolve`): they may have reached the partner, so only the partner can say which to send again.
+ */
+export const SETTLE_IN_DOUBT = 'check them with the partner (quote-batch export --status in_doubt), settle them with `quote-batch resolve`';
+
 /** The closing line: what the exit code means and, for 3, what to do next. */
 export function nextStep(result: RunJobResult): string {
   if (result.exitCode === 0 && result.emptyInput) return 'job completed; the input had no data rows (nothing was sent)';
@@ -23,7 +29,7 @@ export function nextStep(result: RunJobResult): string {
         return 'job not completed: the partner looks down; run the same command again later to resume';
       case 'in_doubt':
         // A resumed run does not resend rows in doubt: saying only "run again" would leave them.
-        return `job not completed: the partner stopped answering and ${result.counts.in_doubt} row(s) are in doubt; check them with the partner (quote-batch export --status in_doubt), settle them with \`quote-batch resolve\`, then run the same command again later to resume`;
+        return `job not completed: the partner stopped answering and ${result.counts.in_doubt} row(s) are in doubt; ${SETTLE_IN_DOUBT}, then run the same command again later to resume`;
       default:
         return `job not completed (${reason}); run the same command again to resume`;
     }
@@ -32,7 +38,7 @@ export function nextStep(result: RunJobResult): string {
   if (result.limitedTo !== null) return `job not completed: this run was limited to the first ${result.limitedTo} rows; run without --limit to send the rest`;
   const { failed, in_doubt: inDoubt, pending } = result.counts;
   if (failed + pending > 0) return `job not completed: ${failed + pending} row(s) still to send; run the same command again to resume`;
-  if (inDoubt > 0) return `job not completed: ${inDoubt} row(s) in doubt; check them with the partner, settle them with \`quote-batch resolve\`, then run again`;
+  if (inDoubt > 0) return `job not completed: ${inDoubt} row(s) in doubt; ${SETTLE_IN_DOUBT}, then run the same command again to resume`;
   return 'job not completed; run the same command again to resume';
 }
 

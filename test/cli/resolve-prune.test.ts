@@ -126,7 +126,7 @@ describe('resolve and prune', () => {
       UPDATE runs SET status = 'running', finished_at = NULL; UPDATE jobs SET status = 'running', finished_at = NULL;`);
     const result = await cli(['resolve', '--ledger', ledger, '--all-in-doubt', '--as', 'pending']);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/^job 1: 1 run\(s\) had ended without recording it \(crash or kill\): the 2 row\(s\) they left in flight are now in doubt \(not settled here: check them with the partner, then resolve them\)\njob 1: 1 row\(s\) resolved from in_doubt to pending \(rows 12\)\n/);
+    expect(result.stdout).toMatch(/^job 1: 1 run\(s\) had ended without recording it \(crash or kill\): the 2 row\(s\) they left in flight are now in doubt \(not settled here: check them with the partner \(quote-batch export --status in_doubt\), settle them with `quote-batch resolve`\)\njob 1: 1 row\(s\) resolved from in_doubt to pending \(rows 12\)\n/);
     const view = readLedger(ledger);
     expect(view.rows.filter((r) => [12, 17, 18].includes(r.row_number)).map((r) => r.state)).toEqual(['pending', 'in_doubt', 'in_doubt']);
   });
