@@ -15,7 +15,7 @@ import type { CallOutcome, Environment, Operation } from '../partner/types.js';
 import { AgentResolver } from './agents.js';
 import { Dispatcher } from './dispatcher.js';
 import { maskIssue, serializeRequest } from './mask.js';
-import { OtherJobs, sentMessage } from './other-jobs.js';
+import { OtherJobs, sentByOtherJob } from './other-jobs.js';
 import { RowBook } from './row-book.js';
 import { bounded, outcomeToRow, serializeForSend } from './row-outcome.js';
 
@@ -255,7 +255,7 @@ export class JobRunner {
     }
     const sent = this.#otherJobs.sentWhenRead(mapped);
     if (sent !== undefined) {
-      this.book.record(undefined, { ...base, state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: bounded(sentMessage(mapped.rowKey, sent)) });
+      this.book.record(undefined, { ...base, ...sentByOtherJob(mapped.rowKey, sent) });
       return 'duplicate';
     }
     this.book.record(undefined, { ...base, state: 'pending' });
@@ -323,7 +323,7 @@ export class JobRunner {
           ledger.markInFlight(jobId, rowNumber, agentId, requestJson, requestHash);
           sent = this.#otherJobs.sentWhenMarked(mapped);
           if (sent !== undefined) {
-            ledger.recordOutcome(jobId, this.runId, rowNumber, { state: 'duplicate', attempts: 0, errorCode: 'sent_by_other_job', errorMessage: bounded(sentMessage(mapped.rowKey, sent)) }, []);
+            ledger.recordOutcome(jobId, this.runId, rowNumber, { ...sentByOtherJob(mapped.rowKey, sent), attempts: 0 }, []);
           }
         }, true);
         if (sent !== undefined) {

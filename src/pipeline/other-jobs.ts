@@ -23,6 +23,7 @@ import type { Ledger, RejectedRow, SentRow } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import type { MappedRow } from '../mapping/index.js';
 import type { Environment, Operation } from '../partner/types.js';
+import { bounded } from './row-outcome.js';
 
 export class OtherJobs {
   /** Rows recorded `duplicate` because another job sent their lead. */
@@ -109,11 +110,16 @@ export class OtherJobs {
 }
 
 /** The `error_message` of a row another job sent: its key (the ledger may hold it), the job and row. */
-export function sentMessage(rowKey: string, sent: SentRow): string {
+function sentMessage(rowKey: string, sent: SentRow): string {
   const by = sent.state === 'succeeded' ? `was already sent to the partner by job ${sent.job_id}`
     : sent.state === 'duplicate' ? `was already sent to the partner by a job before job ${sent.job_id}`
       : `may already have been sent to the partner by job ${sent.job_id}`;
   return `row key "${rowKey}" ${by} (its row ${sent.row_number}, ${sent.state}); not sent again (--resend-sent sends it)`;
+}
+
+/** What a row found sent by another job is recorded with, when it is read and when it is marked alike. */
+export function sentByOtherJob(rowKey: string, sent: SentRow): { state: 'duplicate'; errorCode: 'sent_by_other_job'; errorMessage: string } {
+  return { state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: bounded(sentMessage(rowKey, sent)) };
 }
 
 function isRowNumberKey(mapped: MappedRow): boolean {
