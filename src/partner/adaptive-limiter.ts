@@ -4,7 +4,7 @@
  * measures around them (send and accept rates, in-flight counts), queues the callers and enforces
  * the window and, once the partner has throttled, the pacing rate. docs/adaptive.md describes it.
  */
-import { InFlightCount, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot } from './concurrency.js';
+import { InFlightCount, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot, type InFlightSample } from './concurrency.js';
 import { onAnyAbort } from './_sleep.js';
 import { createWindowState, effectiveWindow, nextWindowState, WINDOW_RULES, type WindowEvent, type WindowState } from './_window-rules.js';
 
@@ -85,7 +85,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   /** Slots taken and not given back: what the window admits against. */
   #taken = 0;
   /** Of those, requests sent and not answered. */
-  readonly #inFlight = new InFlightCount();
+  readonly #inFlight: InFlightCount;
   readonly #waiters: Waiter[] = [];
   /** When pacing lets the next request leave. */
   #nextSendAt = Number.NEGATIVE_INFINITY;
@@ -101,6 +101,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   constructor(options: AdaptiveLimiterOptions) {
     this.#clock = options.clock ?? systemClock;
+    this.#inFlight = new InFlightCount(() => this.#clock.now());
     const now = this.#clock.now();
     const state = createWindowState(options.ceiling, now, options.initialWindow, options.pace);
     this.#state = options.warm === true ? { ...state, slowStart: false } : state;
@@ -127,8 +128,8 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     return this.#state.rate ?? null;
   }
 
-  takePeakInFlight(): number {
-    return this.#inFlight.takePeak();
+  takeInFlight(): InFlightSample {
+    return this.#inFlight.take();
   }
 
   snapshot(): AdaptiveLimiterSnapshot {

@@ -142,7 +142,8 @@ class GotPartnerClient implements PartnerClient {
   }
 
   takeSample(): MetricsSample {
-    return this.#metrics.take(this.#limiter.limit, this.#limiter.inFlight, this.#limiter.takePeakInFlight(), this.#limiter.rate);
+    const inFlight = this.#limiter.takeInFlight();
+    return this.#metrics.take(this.#limiter.limit, inFlight.mean, inFlight.peak, this.#limiter.rate);
   }
 
   // async, so that even a programming error arrives as a rejection.

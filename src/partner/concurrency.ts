@@ -40,8 +40,8 @@ export interface ConcurrencyLimiter {
   readonly limit: number;
   /** Requests sent and not yet answered (slots taken whose request has left). */
   readonly inFlight: number;
-  /** The most requests in flight at once since the last call (at least those in flight now); starts anew. */
-  takePeakInFlight(): number;
+  /** Requests in flight since the last call: on average over that time, and the most at once; starts anew. */
+  takeInFlight(): InFlightSample;
   /** Requests per second the limiter paces sends at; null when it does not pace. */
   readonly rate: number | null;
 }
@@ -51,28 +51,61 @@ export interface ConcurrencyLimiter {
  * both limiters keep (a slot taken but not sent does not count).
  */
 export class InFlightCount {
+  readonly #clock: () => number;
   #now = 0;
   #peak = 0;
+  /** Requests in flight × milliseconds since {@link #since}, up to {@link #changedAt}. */
+  #area = 0;
+  #since: number;
+  #changedAt: number;
+
+  /** `clock`: a monotonic time in ms (the limiter's). */
+  constructor(clock: () => number) {
+    this.#clock = clock;
+    this.#since = clock();
+    this.#changedAt = this.#since;
+  }
 
   get now(): number {
     return this.#now;
   }
 
   sent(): void {
+    this.#advance(this.#clock());
     this.#now += 1;
     if (this.#now > this.#peak) this.#peak = this.#now;
   }
 
   answered(): void {
+    this.#advance(this.#clock());
     this.#now -= 1;
   }
 
-  /** The most in flight at once since the last call (at least those in flight now); starts anew. */
-  takePeak(): number {
-    const peak = this.#peak;
+  /**
+   * Since the last call: the mean in flight over that time (2 decimals; those in flight now when no
+   * time passed) and the most at once (at least those in flight now). Starts anew.
+   */
+  take(): InFlightSample {
+    const at = this.#clock();
+    this.#advance(at);
+    const span = at - this.#since;
+    const sample = { mean: span > 0 ? Math.round((100 * this.#area) / span) / 100 : this.#now, peak: this.#peak };
+    this.#area = 0;
+    this.#since = at;
     this.#peak = this.#now;
-    return peak;
+    return sample;
   }
+
+  #advance(at: number): void {
+    this.#area += this.#now * (at - this.#changedAt);
+    this.#changedAt = at;
+  }
+}
+
+/** Requests in flight over a sample: on average over its time, and the most at once. */
+export interface InFlightSample {
+  mean: number;
+  peak: number;
 }
 
 /**
@@ -83,10 +116,12 @@ export class FixedLimiter implements ConcurrencyLimiter {
   readonly #limit: number;
   /** Slots taken and not given back. */
   #taken = 0;
-  readonly #inFlight = new InFlightCount();
+  readonly #inFlight: InFlightCount;
   readonly #waiters: (() => void)[] = [];
 
-  constructor(limit: number) {
+  /** `clock`: a monotonic time in ms, for the mean in flight of each sample (default `performance.now()`). */
+  constructor(limit: number, clock: () => number = () => performance.now()) {
+    this.#inFlight = new InFlightCount(clock);
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
     this.#limit = limit;
   }
@@ -103,8 +138,8 @@ export class FixedLimiter implements ConcurrencyLimiter {
     return null;
   }
 
-  takePeakInFlight(): number {
-    return this.#inFlight.takePeak();
+  takeInFlight(): InFlightSample {
+    return this.#inFlight.take();
   }
 
   async acquire(signals: readonly (AbortSignal | undefined)[] = []): Promise<ConcurrencySlot | 'aborted'> {

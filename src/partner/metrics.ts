@@ -8,7 +8,7 @@ import type { AttemptClass } from './_classify.js';
 export interface MetricsSample {
   /** Requests allowed in flight at the time of the sample. */
   limit: number;
-  /** Requests in flight at the time of the sample. */
+  /** Requests in flight during the sample, on average over its time (2 decimals). */
   inFlight: number;
   /** The most requests in flight at once during the sample. */
   inFlightMax: number;

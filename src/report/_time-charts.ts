@@ -174,8 +174,11 @@ export function renderCompletionsChart(timeline: ReportTimeline): string {
   return frame(chart, title, body);
 }
 
-/** The concurrency limit and the requests in flight (mean per bucket), and the limit the run settled at. */
-export function renderConcurrencyChart(timeline: ReportTimeline, settled: number | null): string {
+/**
+ * The concurrency limit and the requests in flight (mean per bucket), and the limit the run settled
+ * at: labelled as the `--concurrency` ceiling when it settled there (`atCeiling`), as the report's text says.
+ */
+export function renderConcurrencyChart(timeline: ReportTimeline, settled: number | null, atCeiling = false): string {
   const chart = 'concurrency';
   const title = 'Concurrency limit and requests in flight over time';
   if (!hasSamples(timeline)) return emptyChart(chart, title, NO_SAMPLES);
@@ -188,7 +191,7 @@ export function renderConcurrencyChart(timeline: ReportTimeline, settled: number
   if (settled !== null) {
     const y = fx(M.top + PLOT_H * (1 - settled / scale.top));
     body += `<line class="settled" x1="${M.left}" x2="${W - M.right}" y1="${y}" y2="${y}"/>`
-      + `<text class="settled-label" x="${W - M.right - 4}" y="${fx(Number(y) - 4)}" text-anchor="end">${escapeHtml(`settled at ${formatCompact(settled)}`)}</text>`;
+      + `<text class="settled-label" x="${W - M.right - 4}" y="${fx(Number(y) - 4)}" text-anchor="end">${escapeHtml(atCeiling ? `the --concurrency ceiling, ${formatCompact(settled)}` : `settled at ${formatCompact(settled)}`)}</text>`;
   }
   body += axis.render();
   return frame(chart, title, body);

@@ -115,7 +115,7 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
   ];
   const partnerCharts = [
     figure('Requests in flight and the limit', keys([[SERIES_COLORS.limit, 'concurrency limit'], [SERIES_COLORS.inFlight, 'in flight'], ['#1f2328', 'settled limit (dashed)']]),
-      renderConcurrencyChart(report.timeline, partner.settled_limit), true),
+      renderConcurrencyChart(report.timeline, partner.settled_limit, settledAtCeiling(partner)), true),
     figure('Throughput and 429s', keys([[SERIES_COLORS.throughput, 'rows / s (left)'],
       ...(timelinePaced(report.timeline) ? [[DASHED_PACE_KEY, 'pace, requests / s (left)'] as [string, string]] : []),
       [SERIES_COLORS.throttled, '429s, % of answers (right)']]),

@@ -15,13 +15,19 @@ async function slotOf(limiter: AdaptiveLimiter, signals?: AbortSignal[]): Promis
 /** Lets promise callbacks run (the limiter grants synchronously; callers resume in microtasks). */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-describe('the most requests in flight at once, per sample', () => {
+describe('requests in flight per sample: the mean over its time and the most at once', () => {
+  /** A clock the test moves by hand (the limiters' pacing timers are not used here). */
+  const handClock = () => {
+    const clock = { t: 0, now: () => clock.t, schedule: (run: () => void, ms: number) => { const h = setTimeout(run, ms); return () => clearTimeout(h); } };
+    return clock;
+  };
   it.each([
-    ['adaptive', () => new AdaptiveLimiter({ ceiling: 8, initialWindow: 8, clock: new SimClock() })],
-    ['fixed', () => new FixedLimiter(8)],
-  ])('%s: the peak since the last take, then the count at that moment', async (_name, make) => {
-    const limiter: ConcurrencyLimiter = make();
-    expect(limiter.takePeakInFlight()).toBe(0);
+    ['adaptive', (clock: ReturnType<typeof handClock>) => new AdaptiveLimiter({ ceiling: 8, initialWindow: 8, clock })],
+    ['fixed', (clock: ReturnType<typeof handClock>) => new FixedLimiter(8, clock.now)],
+  ])('%s: a sample holds the time-weighted mean and the peak since the last take; the next starts from those still out', async (_name, make) => {
+    const clock = handClock();
+    const limiter: ConcurrencyLimiter = make(clock);
+    expect(limiter.takeInFlight()).toEqual({ mean: 0, peak: 0 });
     const slots: ConcurrencySlot[] = [];
     for (let i = 0; i < 5; i += 1) {
       const slot = await limiter.acquire();
@@ -29,14 +35,20 @@ describe('the most requests in flight at once, per sample', () => {
       slots.push(slot);
     }
     slots.slice(0, 4).forEach((slot) => slot.sent()); // the fifth waits to send: not in flight
-    slots.slice(0, 3).forEach((slot) => slot.release({ latencyMs: 10, signal: 'ok' }));
-    // A run shorter than a sample: at its end 1 is in flight, but 4 were at once.
+    clock.t = 100;
+    slots.slice(0, 3).forEach((slot) => slot.release({ latencyMs: 100, signal: 'ok' }));
+    clock.t = 200;
+    // 4 in flight for 100 ms, then 1 for 100 ms. A run shorter than a sample ends with few or none
+    // in flight: the count at the sample's end alone (1 here) would say little of it.
     expect(limiter.inFlight).toBe(1);
-    expect(limiter.takePeakInFlight()).toBe(4);
-    expect(limiter.takePeakInFlight()).toBe(1); // a new sample starts from those still out
-    slots[3]!.release({ latencyMs: 10, signal: 'ok' });
-    expect(limiter.takePeakInFlight()).toBe(1);
-    expect(limiter.takePeakInFlight()).toBe(0);
+    expect(limiter.takeInFlight()).toEqual({ mean: 2.5, peak: 4 });
+    expect(limiter.takeInFlight()).toEqual({ mean: 1, peak: 1 }); // no time passed: those out now
+    clock.t = 300;
+    slots[3]!.release({ latencyMs: 300, signal: 'ok' });
+    clock.t = 400;
+    expect(limiter.takeInFlight()).toEqual({ mean: 0.5, peak: 1 });
+    clock.t = 500;
+    expect(limiter.takeInFlight()).toEqual({ mean: 0, peak: 0 });
   });
 });
 

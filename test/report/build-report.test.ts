@@ -284,6 +284,8 @@ describe('buildReport on edge cases', () => {
       expect(report.partner).toMatchObject({ settled_limit: 8, settled_ceiling: 8 });
       expect(renderTable(report)).toContain("Partner's limit: settled at 8 requests in flight (the --concurrency ceiling: no lower limit shown)\n");
       expect(html).toContain('settled at 8 requests in flight (the median limit of its last 1 seconds), its --concurrency ceiling: the partner showed no lower limit;');
+      expect(html).toContain('>the --concurrency ceiling, 8</text>');
+      expect(html).not.toContain('>settled at 8</text>');
       for (const series of ['limit', 'in-flight', 'rows-per-second']) {
         expect(html, series).toMatch(new RegExp(`<circle class="mark ${series}" cx="[\\d.]+" cy="[\\d.]+" r="3.5"`));
         expect(html, series).not.toContain(`<path class="mark ${series}"`);
