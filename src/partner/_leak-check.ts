@@ -5,13 +5,18 @@
  * key, it only says whether it is there, in views of the text where it shows however it was encoded:
  *
  * - decoded: percent-escapes undone (repeatedly: `%2563` is `%63` encoded again), JSON and C escapes
- *   (`\u0063`, `\x63`, any escaped character `\c` read as itself), HTML character references (`&#99;`,
- *   `&#x63;`); searched in any case;
- * - hex: the decoded text, its bytes allowed to be apart (`63:61`, `63 61`, `0x63,0x61`); searched in
- *   any case, for the key in any case;
+ *   (`\u0063`, `\x63`, octal `\143`, any escaped character `\c` read as itself), HTML character
+ *   references (`&#99;`, `&#x63;`, and the named ones of ASCII characters: `&sol;`, `&plus;`, …);
+ *   searched in any case, also with white space and invisible characters (zero-width spaces, soft
+ *   hyphens) taken out, for a key spread out letter by letter;
+ * - hex: the decoded text, its bytes allowed to be apart (`63:61`, `63 61`, `0x63,0x61`), for the key
+ *   in any case, as UTF-8 and as UTF-16 (either byte order);
  * - base64: the decoded text, white space (and JSON's escaped `\n`, `\r`, `\t`) allowed between the
- *   characters (base64 broken by spaces or line breaks anywhere), for the key in any case, in both
- *   alphabets.
+ *   characters (base64 broken by spaces or line breaks anywhere), for the key in any case, as UTF-8
+ *   and UTF-16, in both alphabets;
+ * - lists of byte values in decimal (`99, 97, 110, …`), read as text;
+ * - the text each long base64 or hex run of the text decodes to, looked at the same way (base64 of
+ *   the base64 of the key, hex of its base64, …), two levels deep.
  *
  * What the check finds, the redactor takes out whole (the JSON string holding it, or the text).
  */
@@ -20,55 +25,135 @@
 const MIN_ENCODED_LENGTH = 8;
 /** How many times percent-escapes are undone: a key encoded three times over is still found. */
 const DECODE_ROUNDS = 4;
+/** How deep base64 or hex runs are decoded and looked into again. */
+const MAX_DEPTH = 2;
 
 const NEEDS_DECODING = /[%\\&]/;
 const PERCENT = /%([0-9a-fA-F]{2})/g;
-const ESCAPE = /\\(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([^]))/g;
-const CHARACTER_REFERENCE = /&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?/g;
+const ESCAPE = /\\(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([0-3][0-7]{2})|([^]))/g;
+const CHARACTER_REFERENCE = /&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?|&([A-Za-z]{2,12});/g;
+/** HTML's names of ASCII characters (those a key or its encodings hold). */
+const NAMED_REFERENCES: Readonly<Record<string, string>> = {
+  excl: '!', quot: '"', QUOT: '"', num: '#', dollar: '$', percnt: '%', amp: '&', AMP: '&', apos: "'", lpar: '(', rpar: ')',
+  ast: '*', midast: '*', plus: '+', comma: ',', hyphen: '-', dash: '-', period: '.', sol: '/', colon: ':', semi: ';',
+  lt: '<', LT: '<', equals: '=', gt: '>', GT: '>', quest: '?', commat: '@', lsqb: '[', lbrack: '[', bsol: '\\', rsqb: ']',
+  rbrack: ']', Hat: '^', lowbar: '_', UnderBar: '_', grave: '`', lcub: '{', lbrace: '{', verbar: '|', vert: '|',
+  VerticalLine: '|', rcub: '}', rbrace: '}', tilde: '~', nbsp: ' ', Tab: '\t', NewLine: '\n',
+};
 /** JSON's escaped line breaks and tabs: white space between base64 characters (`\n` is otherwise read as an escaped `n`). */
 const ESCAPED_WHITE_SPACE = /\\[nrt]/g;
+/** White space and characters that show nothing (zero-width spaces and joiners, word joiner, BOM, soft hyphen). */
+const INVISIBLE = /[\s\u00ad\u200b-\u200f\u2060\ufeff]+/g;
 /** What may stand between two hex digits of a byte sequence: up to 4 separators, then an optional `0x`. */
 const HEX_SEPARATOR = '(?:[^0-9a-z]{0,4}(?:0x)?)';
+/** A list of at least 8 decimal byte values, apart by up to 4 separators. */
+const DECIMAL_BYTES = /\b\d{1,3}(?:[^0-9A-Za-z]{1,4}\d{1,3}){7,}\b/g;
+/** Shortest run of base64 characters (either alphabet; hex digits are some) that may hide an encoded key. */
+const MIN_RUN = 16;
+const HEX_ONLY = /^[0-9a-fA-F]+$/;
+const PRINTABLE_RUN = /[\x20-\x7e]{8,}/g;
 
 export class LeakCheck {
   /** The key lower-cased, as text and as the Latin-1 reading of its UTF-8 bytes (what percent-decoding byte by byte gives). */
   readonly #plain: readonly string[];
-  /** The key's hex (in each case of the key), its bytes allowed to be apart (see {@link HEX_SEPARATOR}), searched in lower-cased text. */
+  /** Whether the key is long enough for its encodings and spread-out forms to be searched (not to match ordinary text). */
+  readonly #long: boolean;
+  /** {@link #plain} without white space or invisible characters. */
+  readonly #squeezed: readonly string[];
+  /** The key's hex (UTF-8 and UTF-16, each case of the key), its bytes allowed to be apart (see {@link HEX_SEPARATOR}), searched in lower-cased text. */
   readonly #hex: RegExp | null;
-  /** The key's base64 cores (in each case of the key, both alphabets), white space allowed between their characters. */
+  /** The key's base64 cores (UTF-8 and UTF-16, each case of the key, both alphabets), white space allowed between their characters. */
   readonly #base64: RegExp | null;
 
   constructor(secret: string) {
     const lower = secret.toLowerCase();
     this.#plain = [...new Set([lower, Buffer.from(lower, 'utf8').toString('latin1')])];
-    const variants = [...new Set([secret, lower, secret.toUpperCase()])];
     const long = Buffer.byteLength(secret, 'utf8') >= MIN_ENCODED_LENGTH;
-    const hex = [...new Set(variants.map((v) => Buffer.from(v, 'utf8').toString('hex')))];
+    this.#long = long;
+    this.#squeezed = long ? [...new Set(this.#plain.map((p) => p.replace(INVISIBLE, '')))].filter((p) => p.length >= MIN_ENCODED_LENGTH) : [];
+    const encodings = [...new Set([secret, lower, secret.toUpperCase()])].flatMap((v) => [
+      Buffer.from(v, 'utf8'), Buffer.from(v, 'utf16le'), Buffer.from(v, 'utf16le').swap16(),
+    ]);
+    const hex = [...new Set(encodings.map((bytes) => bytes.toString('hex')))];
     this.#hex = long ? new RegExp(hex.map((h) => h.replace(/[0-9a-f]{2}(?=.)/g, `$&${HEX_SEPARATOR}`)).join('|')) : null;
-    const cores = [...new Set(variants.flatMap(base64Cores))];
+    const cores = [...new Set(encodings.flatMap(base64Cores))];
     this.#base64 = long && cores.length > 0 ? new RegExp(cores.map((core) => [...core].map(escapeRegex).join('\\s*')).join('|')) : null;
   }
 
   /** True when the key shows in one of the views of `text` (see the module's comment). */
   finds(text: string): boolean {
+    return this.#finds(text, 0);
+  }
+
+  #finds(text: string, depth: number): boolean {
     const decoded = NEEDS_DECODING.test(text) ? decode(text) : text;
     const lower = decoded.toLowerCase();
     if (this.#plain.some((needle) => lower.includes(needle))) return true;
+    if (this.#squeezed.length > 0) {
+      const squeezed = lower.replace(INVISIBLE, '');
+      if (this.#squeezed.some((needle) => squeezed.includes(needle))) return true;
+    }
     if (this.#hex?.test(lower) === true) return true;
-    if (this.#base64 === null) return false;
-    return this.#base64.test(decoded === text ? text : decode(text.replace(ESCAPED_WHITE_SPACE, ' ')));
+    if (this.#base64?.test(decoded === text ? text : decode(text.replace(ESCAPED_WHITE_SPACE, ' '))) === true) return true;
+    if (!this.#long) return false;
+    for (const list of decoded.match(DECIMAL_BYTES) ?? []) {
+      const bytes = list.split(/[^0-9]+/).map(Number);
+      if (bytes.every((b) => b <= 255) && this.#finds(String.fromCharCode(...bytes), MAX_DEPTH)) return true;
+    }
+    if (depth >= MAX_DEPTH) return false;
+    return derived(decoded).some((inner) => this.#finds(inner, depth + 1));
   }
 }
+
+/**
+ * The printable stretches (of at least 8 characters) of what the long base64 and hex runs of `text`
+ * decode to, at each alignment of a run (it may start with a character that is not part of the
+ * encoding). An encoding of the key, encoded again, decodes to printable text; other data seldom
+ * holds 8 printable bytes in a row, so little is looked at twice.
+ */
+function derived(text: string): string[] {
+  const out: string[] = [];
+  const add = (bytes: Buffer): void => {
+    if (bytes.length >= MIN_ENCODED_LENGTH) out.push(...(bytes.toString('latin1').match(PRINTABLE_RUN) ?? []));
+  };
+  for (const run of base64Runs(text)) {
+    for (let skip = 0; skip < 4; skip += 1) add(Buffer.from(run.slice(skip, skip + Math.floor((run.length - skip) / 4) * 4), 'base64'));
+    if (HEX_ONLY.test(run)) for (let skip = 0; skip < 2; skip += 1) add(Buffer.from(run.slice(skip, skip + Math.floor((run.length - skip) / 2) * 2), 'hex'));
+  }
+  return out;
+}
+
+/** The runs of at least {@link MIN_RUN} base64 characters (`A-Z a-z 0-9 + / - _`) in `text`: one pass, no regex backtracking. */
+function base64Runs(text: string): string[] {
+  const runs: string[] = [];
+  const length = text.length;
+  let start = 0;
+  for (let i = 0; i < length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c < 128 && BASE64_CHAR[c] === 1) continue;
+    if (i - start >= MIN_RUN) runs.push(text.slice(start, i));
+    start = i + 1;
+  }
+  if (length - start >= MIN_RUN) runs.push(text.slice(start));
+  return runs;
+}
+
+/** 1 at the ASCII codes of base64 characters, either alphabet. */
+const BASE64_CHAR = Uint8Array.from({ length: 128 }, (_, c) => (/[A-Za-z0-9+/_-]/.test(String.fromCharCode(c)) ? 1 : 0));
 
 /** `text` with its escapes undone, percent-escapes repeatedly (see the module's comment). */
 export function decode(text: string): string {
   let out = text;
   for (let round = 0; round < DECODE_ROUNDS; round += 1) {
     const next = out
-      .replace(CHARACTER_REFERENCE, (_m, hex: string | undefined, decimal: string | undefined) => fromCodePoint(hex === undefined ? Number(decimal) : parseInt(hex, 16)))
-      .replace(ESCAPE, (_m, unicode: string | undefined, byte: string | undefined, char: string | undefined) => {
+      .replace(CHARACTER_REFERENCE, (match, hex: string | undefined, decimal: string | undefined, name: string | undefined) => {
+        if (name !== undefined) return NAMED_REFERENCES[name] ?? match;
+        return fromCodePoint(hex === undefined ? Number(decimal) : parseInt(hex, 16));
+      })
+      .replace(ESCAPE, (_m, unicode: string | undefined, byte: string | undefined, octal: string | undefined, char: string | undefined) => {
         if (unicode !== undefined) return String.fromCharCode(parseInt(unicode, 16));
         if (byte !== undefined) return String.fromCharCode(parseInt(byte, 16));
+        if (octal !== undefined) return String.fromCharCode(parseInt(octal, 8));
         return char as string;
       })
       .replace(PERCENT, (_m, byte: string) => String.fromCharCode(parseInt(byte, 16)));
@@ -87,11 +172,10 @@ function fromCodePoint(code: number): string {
 }
 
 /**
- * The parts of the key's base64 that do not depend on the bytes around it: at each of the three
- * byte alignments, the whole 4-character groups made of key bytes alone, in both alphabets.
+ * The parts of the base64 of `bytes` that do not depend on the bytes around them: at each of the three
+ * byte alignments, the whole 4-character groups made of those bytes alone, in both alphabets.
  */
-function base64Cores(secret: string): string[] {
-  const bytes = Buffer.from(secret, 'utf8');
+function base64Cores(bytes: Buffer): string[] {
   const cores: string[] = [];
   for (let shift = 0; shift < 3; shift += 1) {
     const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');

@@ -242,6 +242,17 @@ describe('Redactor: the last check, for encodings the precise pass does not take
     ['letters backslash-escaped', [...key].map((c) => `\\\\${c}`).join('')],
     ['HTML character references', [...key].map((c) => `&#${c.charCodeAt(0)};`).join('')],
     ['HTML hex references, percent-encoded', encodeURIComponent([...key].map((c) => `&#x${c.charCodeAt(0).toString(16)};`).join(''))],
+    ['HTML named references (&lowbar;)', key.replace(/_/g, '&lowbar;')],
+    ['UTF-16 hex, run together', [...key].map((c) => c.charCodeAt(0).toString(16).padStart(4, '0')).join('')],
+    ['UTF-16LE hex with spaces', spaced(Buffer.from(key, 'utf16le').toString('hex'), 2, ' ')],
+    ['base64 of UTF-16LE (PowerShell)', Buffer.from(key, 'utf16le').toString('base64')],
+    ['base64 of the base64', b64(b64(key))],
+    ['hex of the base64', hex(b64(`k=${key}`))],
+    ['base64 of the hex', b64(hex(key))],
+    ['octal escapes', [...key].map((c) => `\\\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`).join('')],
+    ['decimal byte list', [...Buffer.from(key)].join(', ')],
+    ['letters apart by spaces', [...key].join(' ')],
+    ['letters apart by zero-width spaces', [...key].join('\u200b')],
   ];
   it.each(forms)('%s: the JSON string holding it goes, the rest stays', (_name, form) => {
     const text = `{"status":"error","echo":{"seen":"header ${form} refused"},"list":["ok","${form}"],"code":"E42"}`;
@@ -265,6 +276,8 @@ describe('Redactor: the last check, for encodings the precise pass does not take
       '{"status":"success","quote_id":"Q-7f3a9c1e2b4d","premium":{"annual":1234.5},"note":"caf\\u00e9 \\/ 100%25 &amp; &#233;"}',
       `{"trace":"${spaced(hex('some other token value'), 2, ':')}","blob":"${spaced(b64('pk_demo_Canary7Q2y is not it'), 4, ' ')}"}`,
       'plain text with 0x1f, \\x41 and %2525 in it',
+      `{"ids":[1,2,3,4,5,6,7,8,9,10],"token":"${b64(b64('a different secret, 2026'))}","hex":"${hex(b64('not the key at all'))}","text":"p k demo and canary, apart"}`,
+      '{"note":"&lt;b&gt; &sol; &unknownentity; \\101\\102 \\u200b"}',
     ];
     for (const text of texts) expect(redactor.redact(text)).toBe(text);
   });
