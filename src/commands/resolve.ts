@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
-import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution } from '../ledger/index.js';
+import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution, type ResolveResult } from '../ledger/index.js';
 import { SETTLE_IN_DOUBT } from '../pipeline/summary.js';
 import { resolveJobId } from '../report/index.js';
 import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
@@ -47,7 +47,10 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         if (result.refused.length > 0) {
           const listed = result.refused.slice(0, 20).map((r) => `${r.row} (${r.state ?? 'no such row'})`).join(', ');
           const more = result.refused.length > 20 ? ` and ${result.refused.length - 20} more` : '';
-          throw new QuoteBatchError('E_USAGE', `only rows in_doubt can be resolved; not in doubt in job ${jobId}: ${listed}${more}; nothing was changed`, {
+          // The crashed runs were settled all the same (their rows in flight are in doubt now): say so.
+          const settled = result.crashedRuns === 0 ? 'nothing was changed'
+            : `no row was resolved; ${crashedRunsText(result.crashedRuns, result.newlyInDoubt)} all the same`;
+          throw new QuoteBatchError('E_USAGE', `only rows in_doubt can be resolved; not in doubt in job ${jobId}: ${listed}${more}; ${settled}`, {
             hint: `list the rows in doubt with \`quote-batch export --job ${jobId} --status in_doubt\``,
           });
         }
@@ -55,18 +58,16 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         const rows = formatRowList(result.resolved);
         const crashed = result.crashedRuns === 0
           ? []
-          : [`job ${jobId}: ${result.crashedRuns} run(s) had ended without recording it (crash or kill): the ${result.newlyInDoubt} row(s) they left in flight are now in doubt${
+          : [`job ${jobId}: ${crashedRunsText(result.crashedRuns, result.newlyInDoubt)}${
             flags.rows === undefined && result.newlyInDoubt > 0 ? ` (not settled here: ${SETTLE_IN_DOUBT})` : ''}`];
-        const done = result.resolved.length === 0
-          ? `job ${jobId}: no rows in doubt; nothing to resolve`
-          : `job ${jobId}: ${result.resolved.length} row(s) resolved from in_doubt to ${flags.as} (rows ${rows})`;
-        const after = result.jobStatus === 'completed'
-          ? `job ${jobId} is completed: every row is final`
-          : `job ${jobId} has ${result.unfinished} unfinished row(s): the next \`quote-batch run\` of the same file and mapping ${flags.as === 'pending' ? 'sends the rows set to pending' : 'goes on with them'}`;
+        const done = result.resolved.length > 0
+          ? `job ${jobId}: ${result.resolved.length} row(s) resolved from in_doubt to ${flags.as} (rows ${rows})`
+          : result.newlyInDoubt > 0 ? `job ${jobId}: no row was in doubt before; nothing resolved` : `job ${jobId}: no rows in doubt; nothing to resolve`;
+        const after = result.jobStatus === 'completed' ? `job ${jobId} is completed: every row is final` : nextRunText(jobId, result);
         if (ctx.jsonLog) {
           logger.info('resolved rows in doubt', {
             event: 'resolve', job: jobId, to: flags.as, resolved: result.resolved.length, job_status: result.jobStatus, unfinished: result.unfinished,
-            crashed_runs: result.crashedRuns, newly_in_doubt: result.newlyInDoubt,
+            crashed_runs: result.crashedRuns, newly_in_doubt: result.newlyInDoubt, in_doubt: result.inDoubt, read_to_end: result.readToEnd,
           });
         }
         // Recorded: a reader that closes standard output no longer changes the outcome.
@@ -77,6 +78,23 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
       }
     });
 };
+
+function crashedRunsText(runs: number, rows: number): string {
+  return `${runs} run(s) had ended without recording it (crash or kill): the ${rows} row(s) they left in flight are now in doubt`;
+}
+
+/** What the next run of a job not completed does: the rows it sends, the input it has yet to read, the rows in doubt it leaves. */
+function nextRunText(jobId: number, result: ResolveResult): string {
+  const toSend = result.unfinished - result.inDoubt;
+  const sends = [
+    toSend > 0 ? `sends its ${toSend} row(s) still to send` : '',
+    result.readToEnd ? '' : 'reads the rest of the input',
+  ].filter((part) => part !== '').join(' and ');
+  const next = sends === '' ? 'sends nothing' : sends;
+  const left = result.inDoubt === 0 ? ''
+    : `; its ${result.inDoubt} row(s) in doubt stay so until settled here (or sent again by a run with --resend-in-doubt)`;
+  return `job ${jobId} is not completed: the next \`quote-batch run\` of the same file and mapping ${next}${left}`;
+}
 
 /** Parses `17,42,100-120` into row numbers (≥ 1); throws a usage error naming the flag. */
 export function parseRowList(value: string): number[] {

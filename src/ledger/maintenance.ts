@@ -34,6 +34,10 @@ export interface ResolveResult {
   jobStatus: JobStatus;
   /** Rows of the job still not final (`pending`, `in_flight`, `failed`, `in_doubt`). */
   unfinished: number;
+  /** Of those, rows in doubt: a run leaves them (unless `--resend-in-doubt`). */
+  inDoubt: number;
+  /** True when a run read the whole input (`jobs.total_rows` known): false, a run still has rows to read. */
+  readToEnd: boolean;
 }
 
 /**
@@ -85,7 +89,7 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
     const after = jobState(ledger, jobId);
     const status: JobStatus = after.unfinished === 0 && everyRowRecorded(ledger, jobId) ? 'completed' : after.jobStatus === 'completed' ? 'interrupted' : after.jobStatus;
     if (status !== after.jobStatus) ledger.setJobStatus(jobId, status);
-    return { resolved: rows, refused: [], ...crashed, jobStatus: status, unfinished: after.unfinished };
+    return { resolved: rows, refused: [], ...crashed, ...after, jobStatus: status };
   });
   return ledger.withJobLock(jobId, () => tx.immediate());
 }
@@ -100,12 +104,14 @@ function settleCrashedRuns(ledger: Ledger, jobId: number): { crashedRuns: number
   return { crashedRuns, newlyInDoubt };
 }
 
-function jobState(ledger: Ledger, jobId: number): { jobStatus: JobStatus; unfinished: number } {
+function jobState(ledger: Ledger, jobId: number): { jobStatus: JobStatus; unfinished: number; inDoubt: number; readToEnd: boolean } {
   const counts = ledger.countsByState(jobId);
   const job = ledger.getJob(jobId);
   return {
     jobStatus: job?.status ?? 'interrupted',
     unfinished: countUnfinished(counts),
+    inDoubt: counts.in_doubt,
+    readToEnd: job?.total_rows !== null && job?.total_rows !== undefined,
   };
 }
 

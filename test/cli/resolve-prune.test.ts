@@ -45,9 +45,9 @@ describe('resolve and prune', () => {
     const received = sandbox.stats().operations.quote.received;
     const first = await cli(['resolve', '--ledger', ledger, '--rows', '2-3', '--as', 'succeeded', '--note', 'seen in the partner portal, ticket OPS-7']);
     expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout).toBe('job 1: 2 row(s) resolved from in_doubt to succeeded (rows 2-3)\njob 1 has 2 unfinished row(s): the next `quote-batch run` of the same file and mapping goes on with them\n');
+    expect(first.stdout).toBe('job 1: 2 row(s) resolved from in_doubt to succeeded (rows 2-3)\njob 1 is not completed: the next `quote-batch run` of the same file and mapping sends nothing; its 2 row(s) in doubt stay so until settled here (or sent again by a run with --resend-in-doubt)\n');
     const second = await cli(['resolve', '--ledger', ledger, '--all-in-doubt', '--as', 'pending']);
-    expect(second.stdout).toMatch(/^job 1: 2 row\(s\) resolved from in_doubt to pending \(rows 4, 10\)\n/);
+    expect(second.stdout).toBe('job 1: 2 row(s) resolved from in_doubt to pending (rows 4, 10)\njob 1 is not completed: the next `quote-batch run` of the same file and mapping sends its 2 row(s) still to send\n');
 
     const db = new Database(ledger, { readonly: true });
     expect(db.prepare('SELECT row_number, to_state, note FROM resolutions ORDER BY id').all()).toEqual([
@@ -110,7 +110,7 @@ describe('resolve and prune', () => {
     expect(first.stdout).toBe([
       'job 1: 1 run(s) had ended without recording it (crash or kill): the 2 row(s) they left in flight are now in doubt',
       'job 1: 1 row(s) resolved from in_doubt to succeeded (rows 17)',
-      'job 1 has 1 unfinished row(s): the next `quote-batch run` of the same file and mapping goes on with them',
+      'job 1 is not completed: the next `quote-batch run` of the same file and mapping sends nothing; its 1 row(s) in doubt stay so until settled here (or sent again by a run with --resend-in-doubt)',
       '',
     ].join('\n'));
     const second = await cli(['resolve', '--ledger', ledger, '--all-in-doubt', '--as', 'pending']);
@@ -119,6 +119,20 @@ describe('resolve and prune', () => {
     expect(view.runs.map((r) => r.status)).toEqual(['crashed']);
     expect(view.jobs[0]?.status).toBe('interrupted');
     expect(view.rows.filter((r) => [17, 18].includes(r.row_number)).map((r) => r.state)).toEqual(['succeeded', 'pending']);
+  });
+
+  it('a refused resolve after a kill says the rows the killed run left are in doubt all the same; a half-read input is named', async () => {
+    const killed = `UPDATE rows SET state = 'in_flight' WHERE row_number IN (17, 18); DELETE FROM rows WHERE row_number > 150;
+      UPDATE runs SET status = 'running', finished_at = NULL; UPDATE jobs SET status = 'running', finished_at = NULL, total_rows = NULL;`;
+    const ledger = ledgerWith(killed);
+    const refused = await cli(['resolve', '--ledger', ledger, '--rows', '1', '--as', 'succeeded']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('error: only rows in_doubt can be resolved; not in doubt in job 1: 1 (succeeded); no row was resolved; 1 run(s) had ended without recording it (crash or kill): the 2 row(s) they left in flight are now in doubt all the same\n');
+    expect(readLedger(ledger).states.in_doubt).toBe(2);
+    // On a copy just killed: --all-in-doubt leaves the rows it finds left in flight (nobody checked them).
+    const all = await cli(['resolve', '--ledger', ledgerWith(killed), '--all-in-doubt', '--as', 'pending']);
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toBe('job 1: 1 run(s) had ended without recording it (crash or kill): the 2 row(s) they left in flight are now in doubt (not settled here: check them with the partner (quote-batch export --status in_doubt), settle them with `quote-batch resolve`)\njob 1: no row was in doubt before; nothing resolved\njob 1 is not completed: the next `quote-batch run` of the same file and mapping reads the rest of the input; its 2 row(s) in doubt stay so until settled here (or sent again by a run with --resend-in-doubt)\n');
   });
 
   it('resolve --all-in-doubt after a kill settles the rows in doubt as listed, not those the killed run left in flight', async () => {
