@@ -41,7 +41,7 @@ describe('resolve', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt', 'rejected']);
     const result = resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: 'partner confirmed, ticket 42' });
-    expect(result).toEqual({ resolved: [2, 3], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'completed', unfinished: 0 });
+    expect(result).toEqual({ resolved: [2, 3], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'completed', unfinished: 0, inDoubt: 0, readToEnd: true });
     expect(ledger.countsByState(jobId)).toMatchObject({ succeeded: 3, in_doubt: 0, rejected: 1 });
     const resolutions = ledger.db.prepare('SELECT row_number, from_state, to_state, note FROM resolutions ORDER BY row_number').all();
     expect(resolutions).toEqual([
@@ -67,7 +67,7 @@ describe('resolve', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
     expect(resolveInDoubt(ledger, { jobId, rows: [2], to: 'pending', note: 'not at the partner' })).toEqual({
-      resolved: [2], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'interrupted', unfinished: 1,
+      resolved: [2], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'interrupted', unfinished: 1, inDoubt: 0, readToEnd: true,
     });
     expect(ledger.countsByState(jobId).pending).toBe(1);
     ledger.close();
