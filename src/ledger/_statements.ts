@@ -19,7 +19,11 @@ export const SQL = {
     `SELECT id FROM jobs WHERE input_sha256 = ? AND mapping_sha256 = ? AND environment = ? AND operation = ?
      AND status != 'completed'`,
   lastRunningRun: `SELECT * FROM runs WHERE job_id = ? AND status = 'running' ORDER BY id DESC LIMIT 1`,
-  crashRunningRuns: `UPDATE runs SET status = 'crashed', finished_at = ? WHERE job_id = ? AND status = 'running'`,
+  // A crashed run ended at its last sign of life (its latest sample, about one a second, or heartbeat), not when found.
+  crashRunningRuns:
+    `UPDATE runs SET status = 'crashed',
+       finished_at = COALESCE(NULLIF(max(COALESCE((SELECT MAX(s.at) FROM run_samples s WHERE s.run_id = runs.id), ''), COALESCE(heartbeat_at, '')), ''), ?)
+     WHERE job_id = ? AND status = 'running'`,
   insertRun:
     `INSERT INTO runs (job_id, started_at, status, options_json, tool_version, pid, hostname, heartbeat_at)
      VALUES (?, ?, 'running', ?, ?, ?, ?, ?)`,

@@ -63,6 +63,22 @@ describe('resolve', () => {
     ledger.close();
   });
 
+  it('a run a dead process left running is crashed, ended at its last sign of life (latest sample or heartbeat), its rows in flight in doubt with the request counted', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'in_flight']);
+    // What kill -9 leaves: the run `running` (no lock held now), a heartbeat and, later, samples.
+    ledger.db.prepare(`UPDATE runs SET status = 'running', finished_at = NULL, heartbeat_at = '2026-11-26T01:00:00.000Z' WHERE job_id = ?`).run(jobId);
+    const runId = ledger.db.prepare('SELECT id FROM runs WHERE job_id = ?').pluck().get(jobId) as number;
+    for (const [elapsed, at] of [[1000, '2026-11-26T01:00:01.000Z'], [7000, '2026-11-26T01:00:07.250Z']] as const) {
+      ledger.db.prepare(`INSERT INTO run_samples (run_id, elapsed_ms, at, in_flight, attempts, throttled, errors, rows_done) VALUES (?, ?, ?, 1, 1, 0, 0, 1)`).run(runId, elapsed, at);
+    }
+    const result = resolveInDoubt(ledger, { jobId, rows: [2], to: 'succeeded', note: null });
+    expect(result).toMatchObject({ crashedRuns: 1, newlyInDoubt: 1, resolved: [2], inDoubt: 1 });
+    expect(ledger.db.prepare('SELECT status, finished_at FROM runs WHERE id = ?').get(runId)).toEqual({ status: 'crashed', finished_at: '2026-11-26T01:00:07.250Z' });
+    expect(ledger.db.prepare('SELECT state, attempts FROM rows WHERE job_id = ? AND row_number = 3').get(jobId)).toEqual({ state: 'in_doubt', attempts: 1 });
+    ledger.close();
+  });
+
   it('sends a row back to pending and leaves the job unfinished', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
