@@ -37,7 +37,8 @@ export function listJobs(db: Database.Database): JobListing[] {
 /**
  * Two lines per job: the figures (80 columns), then the input file, cut from the left to `width`.
  * `fix` = rejected + agent_invalid + invalid (data to correct); `open` = pending + in_flight +
- * failed + in_doubt (what a further run would still handle).
+ * failed + in_doubt (what a further run would still handle), followed by `+` when no run read the
+ * input to its end (a `--limit` run, an interrupted one): a further run reads more rows.
  */
 export function renderJobsTable(jobs: readonly JobListing[], width = 100): string {
   if (jobs.length === 0) return 'no jobs in this ledger yet\n';
@@ -46,11 +47,12 @@ export function renderJobsTable(jobs: readonly JobListing[], width = 100): strin
   ];
   for (const j of jobs) {
     const toFix = j.rejected + j.agent_invalid + j.invalid;
-    const open = countUnfinished(j);
+    const open = `${formatInteger(countUnfinished(j))}${j.total_rows === null && j.status !== 'completed' ? '+' : ''}`;
     lines.push(
-      `${padCellLeft(String(j.id), 4)} ${padCell(j.status, 11)} ${padCell(cleanText(j.environment), 10)} ${padCell(cleanText(j.operation), 5)} ${padCellLeft(formatInteger(j.rows_recorded), 7)} ${padCellLeft(formatInteger(j.succeeded), 7)} ${padCellLeft(formatInteger(toFix), 5)} ${padCellLeft(formatInteger(open), 5)} ${formatTimestamp(j.created_at).slice(0, 16)}`,
+      `${padCellLeft(String(j.id), 4)} ${padCell(j.status, 11)} ${padCell(cleanText(j.environment), 10)} ${padCell(cleanText(j.operation), 5)} ${padCellLeft(formatInteger(j.rows_recorded), 7)} ${padCellLeft(formatInteger(j.succeeded), 7)} ${padCellLeft(formatInteger(toFix), 5)} ${padCellLeft(open, 5)} ${formatTimestamp(j.created_at).slice(0, 16)}`,
       `     ${truncateStart(cleanText(j.input_path), Math.max(75, width - 5))}`,
     );
   }
+  if (jobs.some((j) => j.total_rows === null && j.status !== 'completed')) lines.push('open +: the input is not read to its end yet; the next run reads more rows');
   return `${lines.join('\n')}\n`;
 }

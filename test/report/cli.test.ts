@@ -228,6 +228,8 @@ describe('a run stopped at --limit, as the summary, report and jobs call it', ()
     expect(json.job.status).toBe('interrupted');
     expect(json.runs.map((r) => [r.status, r.limit])).toEqual([['completed', 20]]);
     expect(cli(['report', '--format', 'html'], dir).stdout).toContain('<span class="status">interrupted (run 1 stopped at --limit 20)</span>');
+    // jobs: none of the 20 is open, but the 180 rows not read yet are: `0+`.
+    expect(cli(['jobs'], dir).stdout).toMatch(/\n {3}1 interrupted +sandbox +quote +20 +17 +3 +0\+ \d{4}-[^\n]*\n.*\nopen \+: the input is not read to its end yet/);
 
     const rest = cli(args, dir, env);
     expect(rest.stdout).toContain('\njob 1: run 2 completed\n');

@@ -161,6 +161,12 @@ describe('listJobs', () => {
       for (const line of table.trimEnd().split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(80);
       expect(table).toContain('samples/leads-small.csv');
       expect(renderJobsTable([])).toMatch(/no jobs/);
+      // A job whose input no run read to the end: more rows are open than recorded, which it says.
+      const halfRead = { ...(byId.get(mixed.oldJobId) as (typeof jobs)[number]), id: 9, status: 'interrupted' as const, total_rows: null, pending: 2 };
+      const withHalfRead = renderJobsTable([halfRead]);
+      expect(withHalfRead).toMatch(/^ {3}9 interrupted .* {4}2\+ \d{4}-/m);
+      expect(withHalfRead).toContain('\nopen +: the input is not read to its end yet; the next run reads more rows\n');
+
     } finally {
       t.remove();
     }
