@@ -68,7 +68,8 @@ export function buildReport(db: Db, jobId: number, options: { now?: () => Date }
         ATTEMPT_KINDS.map((kind) => [
           kind,
           withHistogram(
-            db.prepare('SELECT duration_ms FROM attempts WHERE job_id = ? AND kind = ? ORDER BY duration_ms')
+            // Not the requests a stopped process left in flight: no answer came, the time is only a bound.
+            db.prepare(`SELECT duration_ms FROM attempts WHERE job_id = ? AND kind = ? AND error_code IS NOT 'process_stopped' ORDER BY duration_ms`)
               .pluck().all(jobId, kind) as number[],
           ),
         ]),

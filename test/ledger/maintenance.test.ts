@@ -72,10 +72,15 @@ describe('resolve', () => {
     for (const [elapsed, at] of [[1000, '2026-11-26T01:00:01.000Z'], [7000, '2026-11-26T01:00:07.250Z']] as const) {
       ledger.db.prepare(`INSERT INTO run_samples (run_id, elapsed_ms, at, in_flight, attempts, throttled, errors, rows_done) VALUES (?, ?, ?, 1, 1, 0, 0, 1)`).run(runId, elapsed, at);
     }
+    ledger.db.prepare(`UPDATE rows SET updated_at = '2026-11-26T01:00:05.000Z' WHERE job_id = ? AND row_number = 3`).run(jobId);
     const result = resolveInDoubt(ledger, { jobId, rows: [2], to: 'succeeded', note: null });
     expect(result).toMatchObject({ crashedRuns: 1, newlyInDoubt: 1, resolved: [2], inDoubt: 1 });
     expect(ledger.db.prepare('SELECT status, finished_at FROM runs WHERE id = ?').get(runId)).toEqual({ status: 'crashed', finished_at: '2026-11-26T01:00:07.250Z' });
     expect(ledger.db.prepare('SELECT state, attempts FROM rows WHERE job_id = ? AND row_number = 3').get(jobId)).toEqual({ state: 'in_doubt', attempts: 1 });
+    // That request is in attempts too, as every attempt is: in doubt, from its mark to the run's end.
+    expect(ledger.db.prepare(`SELECT run_id, kind, http_status, error_code, outcome, duration_ms FROM attempts WHERE job_id = ? AND row_number = 3`).all(jobId))
+      .toEqual([{ run_id: runId, kind: 'quote', http_status: null, error_code: 'process_stopped', outcome: 'in_doubt', duration_ms: expect.closeTo(2250, 0) }]);
+
     ledger.close();
   });
 

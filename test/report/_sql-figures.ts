@@ -76,7 +76,7 @@ export function computeFiguresBySql(db: Db, jobId: number) {
   const premiumFrom = `(SELECT total_premium AS v FROM rows WHERE job_id = ? AND state = 'succeeded' AND total_premium IS NOT NULL)`;
   const latency = Object.fromEntries(kinds.map((kind) => [
     kind,
-    statsSql(db, `(SELECT duration_ms AS v FROM attempts WHERE job_id = ? AND kind = '${kind}')`, 'v', [jobId]),
+    statsSql(db, `(SELECT duration_ms AS v FROM attempts WHERE job_id = ? AND kind = '${kind}' AND error_code IS NOT 'process_stopped')`, 'v', [jobId]),
   ]));
 
   const runSeconds = one<number>(
