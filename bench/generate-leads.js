@@ -190,8 +190,24 @@ export function writeAgentsFile(file) {
   writeFileSync(file, `email,agent_id,eligible\n${lines.join('\n')}\n`);
 }
 
+const USAGE = `usage: node bench/generate-leads.js [--rows 10000] [--out bench/data] [--name leads-<rows>.csv] [--seed 20260314]
+writes <out>/<name> (made-up leads, 100 columns) and <out>/agents.csv
+`;
+const OPTIONS = new Set(['--rows', '--out', '--name', '--seed']);
+
 async function main() {
   const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  for (let i = 0; i < args.length; i += 2) {
+    if (!OPTIONS.has(args[i]) || args[i + 1] === undefined) {
+      process.stderr.write(`unknown or incomplete option ${JSON.stringify(args[i])}\n${USAGE}`);
+      process.exitCode = 2;
+      return;
+    }
+  }
   const option = (name, fallback) => {
     const i = args.indexOf(name);
     return i >= 0 && args[i + 1] !== undefined ? args[i + 1] : fallback;

@@ -42,7 +42,7 @@ export const registerInit: RegisterCommand = (program, ctx) => {
           : `${mapping.sourceColumns.length} of ${sample.columns.length} columns`;
         ctx.io.out([
           `wrote ${flags.out}: ${placed} placed, from ${sample.rows} row${sample.rows === 1 ? '' : 's'}`
-            + `${sample.unreadable > 0 ? ` (${sample.unreadable} unreadable rows skipped)` : ''}`,
+            + `${sample.unreadable > 0 ? ` (${sample.unreadable} unreadable ${sample.unreadable === 1 ? 'row' : 'rows'} skipped)` : ''}`,
           draft.unplaced.length > 0 ? `not placed: ${draft.unplaced.map(shortName).join(', ')}` : 'every column placed',
           `next: review the lines marked "check:" and "decide:", then run`,
           `  quote-batch check ${input} --mapping ${flags.out} --coverage`,

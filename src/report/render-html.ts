@@ -130,7 +130,7 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
       renderHistogram('latency', 'Latency', [], { color: '#72b7b2', x: 'latency (ms)', y: 'attempts' })));
   }
   const premiumChart = figure('Premium distribution', `${formatInteger(report.premium.count)} succeeded rows with a premium`, renderHistogram(
-    'premium', 'Total premium of succeeded rows', report.premium.histogram, { color: '#54a24b', x: 'total premium (USD)', y: 'rows', format: formatUsd },
+    'premium', 'Premium of each succeeded row', report.premium.histogram, { color: '#54a24b', x: 'total premium (USD)', y: 'rows', format: formatUsd },
   ));
 
   const stateRows = ROW_STATES.map((s) => [
