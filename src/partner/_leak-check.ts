@@ -7,16 +7,17 @@
  * - decoded: percent-escapes undone (repeatedly: `%2563` is `%63` encoded again), JSON and C escapes
  *   (`\u0063`, `\x63`, octal `\143`, any escaped character `\c` read as itself), HTML character
  *   references (`&#99;`, `&#x63;`, and the named ones of ASCII characters: `&sol;`, `&plus;`, …);
- *   searched in any case, also with white space and invisible characters (zero-width spaces, soft
- *   hyphens) taken out, for a key spread out letter by letter;
+ *   searched in any case, also with white space and invisible characters (NUL, zero-width spaces,
+ *   soft hyphens) taken out, for a key spread out letter by letter, and, for a key of 16 letters and
+ *   digits or more, with everything else taken out (a key spread out by dots or dashes);
  * - hex: the decoded text, its bytes allowed to be apart (`63:61`, `63 61`, `0x63,0x61`), for the key
  *   in any case, as UTF-8 and as UTF-16 (either byte order);
  * - base64: the decoded text, white space (and JSON's escaped `\n`, `\r`, `\t`) allowed between the
  *   characters (base64 broken by spaces or line breaks anywhere), for the key in any case, as UTF-8
  *   and UTF-16, in both alphabets;
  * - lists of byte values in decimal (`99, 97, 110, …`), read as text;
- * - the text each long base64 or hex run of the text decodes to, looked at the same way (base64 of
- *   the base64 of the key, hex of its base64, …), two levels deep.
+ * - the text each long base64 or hex run of the text (up to 16 KiB) decodes to, looked at the same
+ *   way (base64 of the base64 of the key, hex of its base64, …), two levels deep.
  *
  * What the check finds, the redactor takes out whole (the JSON string holding it, or the text).
  */
@@ -42,15 +43,27 @@ const NAMED_REFERENCES: Readonly<Record<string, string>> = {
 };
 /** JSON's escaped line breaks and tabs: white space between base64 characters (`\n` is otherwise read as an escaped `n`). */
 const ESCAPED_WHITE_SPACE = /\\[nrt]/g;
-/** White space and characters that show nothing (zero-width spaces and joiners, word joiner, BOM, soft hyphen). */
-const INVISIBLE = /[\s\u00ad\u200b-\u200f\u2060\ufeff]+/g;
+/** White space and characters that show nothing (NUL, as UTF-16 read byte by byte shows; zero-width spaces and joiners, word joiner, BOM, soft hyphen). */
+const INVISIBLE = /[\s\0\u00ad\u200b-\u200f\u2060\ufeff]+/g;
+/** What is not a letter or digit: taken out for a key spread out by punctuation (`p.k.-.d…`), when it has enough letters and digits. */
+const NOT_ALPHANUMERIC = /[^0-9a-z]+/g;
+/** Fewest letters and digits a key needs for its letters alone to be searched (ordinary words would match fewer). */
+const MIN_ALPHANUMERIC = 16;
 /** What may stand between two hex digits of a byte sequence: up to 4 separators, then an optional `0x`. */
 const HEX_SEPARATOR = '(?:[^0-9a-z]{0,4}(?:0x)?)';
-/** A list of at least 8 decimal byte values, apart by up to 4 separators. */
-const DECIMAL_BYTES = /\b\d{1,3}(?:[^0-9A-Za-z]{1,4}\d{1,3}){7,}\b/g;
+/**
+ * A list of at least 8 decimal byte values, apart by up to 4 separators. Bounded by digits, not by
+ * `\b` (`1_2_…`: `_` is a word character, and the regex would try every split of every number).
+ */
+const DECIMAL_BYTES = /(?<!\d)\d{1,3}(?:[^0-9A-Za-z]{1,4}\d{1,3}){7,}(?!\d)/g;
 /** Shortest run of base64 characters (either alphabet; hex digits are some) that may hide an encoded key. */
 const MIN_RUN = 16;
-const HEX_ONLY = /^[0-9a-fA-F]+$/;
+/**
+ * Longest run decoded and looked into again: an encoding of an encoding of the key is short, and a
+ * large blob (a document in base64) would cost much to look into; the base64 view still finds the
+ * key's own base64 anywhere in it.
+ */
+const MAX_RUN = 16_384;
 const PRINTABLE_RUN = /[\x20-\x7e]{8,}/g;
 
 export class LeakCheck {
@@ -60,6 +73,8 @@ export class LeakCheck {
   readonly #long: boolean;
   /** {@link #plain} without white space or invisible characters. */
   readonly #squeezed: readonly string[];
+  /** The key's letters and digits alone, lower-cased, when there are at least {@link MIN_ALPHANUMERIC}; else null. */
+  readonly #alphanumeric: string | null;
   /** The key's hex (UTF-8 and UTF-16, each case of the key), its bytes allowed to be apart (see {@link HEX_SEPARATOR}), searched in lower-cased text. */
   readonly #hex: RegExp | null;
   /** The key's base64 cores (UTF-8 and UTF-16, each case of the key, both alphabets), white space allowed between their characters. */
@@ -71,6 +86,8 @@ export class LeakCheck {
     const long = Buffer.byteLength(secret, 'utf8') >= MIN_ENCODED_LENGTH;
     this.#long = long;
     this.#squeezed = long ? [...new Set(this.#plain.map((p) => p.replace(INVISIBLE, '')))].filter((p) => p.length >= MIN_ENCODED_LENGTH) : [];
+    const alphanumeric = lower.replace(NOT_ALPHANUMERIC, '');
+    this.#alphanumeric = alphanumeric.length >= MIN_ALPHANUMERIC ? alphanumeric : null;
     const encodings = [...new Set([secret, lower, secret.toUpperCase()])].flatMap((v) => [
       Buffer.from(v, 'utf8'), Buffer.from(v, 'utf16le'), Buffer.from(v, 'utf16le').swap16(),
     ]);
@@ -93,12 +110,13 @@ export class LeakCheck {
       const squeezed = lower.replace(INVISIBLE, '');
       if (this.#squeezed.some((needle) => squeezed.includes(needle))) return true;
     }
+    if (this.#alphanumeric !== null && lower.replace(NOT_ALPHANUMERIC, '').includes(this.#alphanumeric)) return true;
     if (this.#hex?.test(lower) === true) return true;
     if (this.#base64?.test(decoded === text ? text : decode(text.replace(ESCAPED_WHITE_SPACE, ' '))) === true) return true;
     if (!this.#long) return false;
     for (const list of decoded.match(DECIMAL_BYTES) ?? []) {
       const bytes = list.split(/[^0-9]+/).map(Number);
-      if (bytes.every((b) => b <= 255) && this.#finds(String.fromCharCode(...bytes), MAX_DEPTH)) return true;
+      if (bytes.every((b) => b <= 255) && this.#finds(Buffer.from(bytes).toString('latin1'), MAX_DEPTH)) return true;
     }
     if (depth >= MAX_DEPTH) return false;
     return derived(decoded).some((inner) => this.#finds(inner, depth + 1));
@@ -118,28 +136,41 @@ function derived(text: string): string[] {
   };
   for (const run of base64Runs(text)) {
     for (let skip = 0; skip < 4; skip += 1) add(Buffer.from(run.slice(skip, skip + Math.floor((run.length - skip) / 4) * 4), 'base64'));
-    if (HEX_ONLY.test(run)) for (let skip = 0; skip < 2; skip += 1) add(Buffer.from(run.slice(skip, skip + Math.floor((run.length - skip) / 2) * 2), 'hex'));
+    // The hex inside the run (`sig_` and then hex): each stretch of hex digits long enough, at both alignments.
+    for (const hex of runsOf(run, HEX_CHAR)) {
+      for (let skip = 0; skip < 2; skip += 1) add(Buffer.from(hex.slice(skip, skip + Math.floor((hex.length - skip) / 2) * 2), 'hex'));
+    }
   }
   return out;
 }
 
-/** The runs of at least {@link MIN_RUN} base64 characters (`A-Z a-z 0-9 + / - _`) in `text`: one pass, no regex backtracking. */
+/** The runs of at least {@link MIN_RUN} base64 characters (`A-Z a-z 0-9 + / - _`) in `text`. */
 function base64Runs(text: string): string[] {
+  return runsOf(text, BASE64_CHAR);
+}
+
+/** The runs of {@link MIN_RUN} to {@link MAX_RUN} characters of `table` (1 at their ASCII codes) in `text`: one pass, no regex backtracking. */
+function runsOf(text: string, table: Uint8Array): string[] {
   const runs: string[] = [];
   const length = text.length;
   let start = 0;
   for (let i = 0; i < length; i += 1) {
     const c = text.charCodeAt(i);
-    if (c < 128 && BASE64_CHAR[c] === 1) continue;
-    if (i - start >= MIN_RUN) runs.push(text.slice(start, i));
+    if (c < 128 && table[c] === 1) continue;
+    if (i - start >= MIN_RUN && i - start <= MAX_RUN) runs.push(text.slice(start, i));
     start = i + 1;
   }
-  if (length - start >= MIN_RUN) runs.push(text.slice(start));
+  if (length - start >= MIN_RUN && length - start <= MAX_RUN) runs.push(text.slice(start));
   return runs;
 }
 
-/** 1 at the ASCII codes of base64 characters, either alphabet. */
-const BASE64_CHAR = Uint8Array.from({ length: 128 }, (_, c) => (/[A-Za-z0-9+/_-]/.test(String.fromCharCode(c)) ? 1 : 0));
+/** 1 at the ASCII codes of base64 characters, either alphabet; of hex digits. */
+const BASE64_CHAR = asciiTable(/[A-Za-z0-9+/_-]/);
+const HEX_CHAR = asciiTable(/[0-9a-fA-F]/);
+
+function asciiTable(chars: RegExp): Uint8Array {
+  return Uint8Array.from({ length: 128 }, (_, c) => (chars.test(String.fromCharCode(c)) ? 1 : 0));
+}
 
 /** `text` with its escapes undone, percent-escapes repeatedly (see the module's comment). */
 export function decode(text: string): string {

@@ -42,20 +42,29 @@ export class Redactor {
   /**
    * `text` with every occurrence of the key, in any of its forms, replaced by {@link REDACTED}. Where
    * the key still shows in a form the precise pass does not take apart (hex with separators, base64
-   * broken by spaces, escapes applied twice…), what holds it goes whole: each JSON string that shows
-   * it, or the text when it is not JSON (or the key shows only across its strings).
+   * broken by spaces, escapes applied twice…), what holds it goes whole: the smallest JSON values that
+   * show it (a string, an array of its bytes, …), so that the rest of the answer (its `status`, its
+   * `error_code`) is still read; a text that is not JSON goes whole.
    */
   redact(text: string): string {
     const out = this.#redactPrecisely(text);
     const leaks = this.#leaks;
     if (leaks === null || !leaks.finds(out)) return out;
+    let parsed: unknown;
     try {
-      const whole = JSON.stringify(dropStrings(JSON.parse(out) as unknown, leaks));
-      if (!leaks.finds(whole)) return whole;
+      parsed = JSON.parse(out);
     } catch {
-      // Not JSON: the text goes whole.
+      return REDACTED; // Not JSON: the text goes whole.
     }
-    return REDACTED;
+    const cleaned = withoutKey(parsed, leaks);
+    if (cleaned !== REDACTED || !isPlainObject(parsed)) return JSON.stringify(cleaned);
+    // The object as a whole shows the key (across its fields): what says how the partner answered is kept.
+    const kept = Object.fromEntries(['status', 'error_code'].flatMap((field) => {
+      const value = parsed[field];
+      return typeof value === 'string' && value.length <= 64 && !leaks.finds(value) ? [[field, value]] : [];
+    }));
+    const note = JSON.stringify({ ...kept, quote_batch_note: 'the answer showed the API key: withheld' });
+    return leaks.finds(note) ? REDACTED : note;
   }
 
   #redactPrecisely(text: string): string {
@@ -92,18 +101,37 @@ export class Redactor {
 }
 
 /** `value` with every string (and object key) in which `leaks` finds the key replaced by {@link REDACTED}. */
-function dropStrings(value: unknown, leaks: LeakCheck): unknown {
+/**
+ * `value` with each smallest part that shows the key replaced by {@link REDACTED}: a string, an
+ * object key (renamed), or an array or object that shows it only as a whole (an array of its bytes or
+ * characters, hex split over items). Only called once the key was found somewhere (the fallback path).
+ */
+function withoutKey(value: unknown, leaks: LeakCheck): unknown {
   if (typeof value === 'string') return leaks.finds(value) ? REDACTED : value;
-  if (Array.isArray(value)) return value.map((item) => dropStrings(item, leaks));
-  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    const items = value.map((item) => withoutKey(item, leaks));
+    // An array of characters (or short pieces) shows the key once joined.
+    const joined = items.every((item) => typeof item === 'string' && item.length <= 4) ? items.join('') : '';
+    return leaks.finds(JSON.stringify(items)) || (joined !== '' && leaks.finds(joined)) ? REDACTED : items;
+  }
+  if (value === null || typeof value !== 'object') return leaks.finds(JSON.stringify(value)) ? REDACTED : value;
   // No prototype: a `__proto__` key of the answer stays a key.
   const out = Object.create(null) as Record<string, unknown>;
-  let dropped = 0;
-  for (const [key, item] of Object.entries(value)) {
-    const name = leaks.finds(key) ? `${REDACTED}${dropped++ === 0 ? '' : ` ${dropped}`}` : key;
-    out[name] = dropStrings(item, leaks);
+  const entries = Object.entries(value);
+  for (const [key, item] of entries) {
+    let name = key;
+    if (leaks.finds(key)) {
+      // A name no other field has (the precise pass may already have named one `[redacted]`).
+      name = REDACTED;
+      for (let n = 2; Object.hasOwn(value, name) || Object.hasOwn(out, name); n += 1) name = `${REDACTED} ${n}`;
+    }
+    out[name] = withoutKey(item, leaks);
   }
-  return out;
+  return leaks.finds(JSON.stringify(out)) ? REDACTED : out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**

@@ -12,7 +12,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type In
 import type { AddressInfo, Socket } from 'node:net';
 
 /** How `forward-then-echo-key` echoes the key: the forms the redactor must take out of an answer. */
-export type EchoForm = 'raw' | 'json-escaped' | 'url-encoded' | 'hex-spaced' | 'base64-lower-case' | 'url-encoded-twice' | 'html-named' | 'utf16-hex' | 'all';
+export type EchoForm = 'raw' | 'json-escaped' | 'url-encoded' | 'hex-spaced' | 'base64-lower-case' | 'url-encoded-twice' | 'html-escaped' | 'utf16-hex' | 'all';
 
 export type Operation = 'validate' | 'quote' | 'lead';
 
@@ -160,7 +160,8 @@ export async function startMisbehavingPartner(upstreamUrl: string, script: Scrip
               'hex-spaced': [...Buffer.from(key)].map((b) => b.toString(16).padStart(2, '0').toUpperCase()).join(' '),
               'base64-lower-case': Buffer.from(key.toLowerCase()).toString('base64'),
               'url-encoded-twice': encodeURIComponent([...Buffer.from(key)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')),
-              'html-named': key.replace(/-/g, '&hyphen;'),
+              // As an HTML encoder that escapes every character writes it (e-mail obfuscation, some WAF pages).
+              'html-escaped': [...key].map((c) => `&#${c.charCodeAt(0)};`).join(''),
               'utf16-hex': [...key].map((c) => c.charCodeAt(0).toString(16).padStart(4, '0')).join(''),
             };
             const echoed = behaviour.form === 'all' ? Object.values(forms).join(' ') : forms[behaviour.form];

@@ -288,3 +288,56 @@ describe('Redactor: the last check, for encodings the precise pass does not take
     expect(short.redact(`{"a":"${hex('k3y!')}"}`)).toBe(`{"a":"${hex('k3y!')}"}`);
   });
 });
+
+describe('Redactor: the key across an answer\'s structure, and odd spreads of it', () => {
+  const key = 'pk_demo_Canary7Q2x';
+  const redactor = new Redactor(key);
+  it('a 2xx that failed, with the key as an array of its bytes: the array goes, status and error_code stay (the answer is still read as failed)', () => {
+    const text = JSON.stringify({ status: 'failed', error_code: 'bad_key_echo', debug: { bytes: [...Buffer.from(key)], note: 'kept' } });
+    expect(JSON.parse(redactor.redact(text))).toEqual({ status: 'failed', error_code: 'bad_key_echo', debug: { bytes: REDACTED, note: 'kept' } });
+  });
+  it('an array of its characters, hex split over two items: the array goes', () => {
+    expect(JSON.parse(redactor.redact(JSON.stringify({ status: 'error', chars: [...key] })))).toEqual({ status: 'error', chars: REDACTED });
+    const h = hexOf(key);
+    expect(JSON.parse(redactor.redact(JSON.stringify({ status: 'error', parts: [h.slice(0, 12), h.slice(12)] })))).toEqual({ status: 'error', parts: REDACTED });
+  });
+  it('the key across a field name and its value: status and error_code kept, with a note', () => {
+    const out = redactor.redact('{"status":"error","error_code":"E1","pk_demo":"Canary7Q2x"}');
+    expect(JSON.parse(out)).toEqual({ status: 'error', error_code: 'E1', quote_batch_note: 'the answer showed the API key: withheld' });
+  });
+  it.each([
+    ['UTF-16 read as Latin-1 (NULs between letters)', Buffer.from(key, 'utf16le').toString('latin1')],
+    ['letters apart by dots', [...key].join('.')],
+    ['sig_ and the hex of its base64', `sig_${hexOf(b64Of(key))}`],
+  ])('%s', (_name, form) => {
+    expect(JSON.parse(redactor.redact(JSON.stringify({ status: 'success', echo: form, id: 'Q-1' })))).toEqual({ status: 'success', echo: REDACTED, id: 'Q-1' });
+  });
+  it('a field renamed for showing the key takes a name no other field has', () => {
+    const out = JSON.parse(redactor.redact(`{"${key}":1,"${hexOf(key).replace(/(..)(?=.)/g, '$1 ')}":2}`)) as Record<string, number>;
+    expect(out).toEqual({ [REDACTED]: 1, [`${REDACTED} 2`]: 2 });
+  });
+  it('a long run of numbers apart by underscores is read in linear time (the regex does not try every split)', () => {
+    const started = performance.now();
+    const text = JSON.stringify({ n: '1_ '.repeat(60_000) });
+    expect(redactor.redact(text)).toBe(text);
+    // Quadratic, this took 16 s; linear, a few ms. The bound only tells the two apart.
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+});
+const hexOf = (text: string): string => Buffer.from(text).toString('hex');
+const b64Of = (text: string): string => Buffer.from(text).toString('base64');
+
+describe('Redactor: large answers (up to the 1 MiB read)', () => {
+  const key = 'pk_demo_Canary7Q2x';
+  const redactor = new Redactor(key);
+  it('a 1 MiB list of numbers, a 1 MiB base64 blob and 10,000 base64 tokens: checked without error, the key found where it is', () => {
+    const numbers = Array.from({ length: 260_000 }, (_, i) => String(i % 256)).join(',');
+    expect(redactor.redact(`{"n":[${numbers}]}`)).toBe(`{"n":[${numbers}]}`);
+    const blob = Buffer.alloc(786_432, 7).toString('base64');
+    const withKey = `${blob.slice(0, 4096)}${Buffer.from(`x${key.toUpperCase()}y`).toString('base64')}${blob.slice(4096)}`;
+    expect(redactor.redact(JSON.stringify({ doc: blob }))).toBe(JSON.stringify({ doc: blob }));
+    expect(JSON.parse(redactor.redact(JSON.stringify({ doc: withKey, ok: 1 })))).toEqual({ doc: REDACTED, ok: 1 });
+    const tokens = Array.from({ length: 10_000 }, (_, i) => Buffer.from(`token ${i} of some other data`).toString('base64'));
+    expect(redactor.redact(JSON.stringify(tokens))).toBe(JSON.stringify(tokens));
+  });
+});

@@ -404,7 +404,7 @@ describe('agent validation answers (contract §4, §5)', () => {
 });
 
 describe('the key echoed back', () => {
-  it.each(['raw', 'json-escaped', 'url-encoded', 'hex-spaced', 'base64-lower-case', 'url-encoded-twice', 'html-named', 'utf16-hex', 'all'] as const)('%s: in no ledger byte, log line, summary, report or export', async (form) => {
+  it.each(['raw', 'json-escaped', 'url-encoded', 'hex-spaced', 'base64-lower-case', 'url-encoded-twice', 'html-escaped', 'utf16-hex', 'all'] as const)('%s: in no ledger byte, log line, summary, report or export', async (form) => {
     const { ledger } = await setUp((r) =>
       r.operation === 'quote' && r.n % 2 === 0
         ? { kind: 'forward-then-echo-key', form }
@@ -426,7 +426,7 @@ describe('the key echoed back', () => {
       [...Buffer.from(CANARY_KEY)].map((b) => b.toString(16).padStart(2, '0').toUpperCase()).join(' '),
       Buffer.from(CANARY_KEY.toLowerCase()).toString('base64').slice(4, -4),
       encodeURIComponent([...Buffer.from(CANARY_KEY)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')),
-      CANARY_KEY.replace(/-/g, '&hyphen;'),
+      [...CANARY_KEY].map((c) => `&#${c.charCodeAt(0)};`).join(''),
       [...CANARY_KEY].map((c) => c.charCodeAt(0).toString(16).padStart(4, '0')).join(''),
     ];
     expectNoSecrets(form, outputs, ledger, encoded);
