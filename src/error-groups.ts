@@ -26,7 +26,7 @@ export interface ErrorKind {
   subject: string;
   /** Source columns (or NDJSON fields) named by the message, in the order seen. */
   columns: string[];
-  /** The state codes the subject shows as `XX` (the partner's `State AK is not supported.`), in the order seen. */
+  /** The state codes the subject shows as `XX` (the partner's `State AK is not supported.`), in the order seen; at most 8, then `…`. */
   states: string[];
 }
 
@@ -56,8 +56,9 @@ const VALUE_REPLACEMENTS: readonly [RegExp, string][] = [
 ];
 /** A US state code after the word "state": taken out of a group's subject, and listed with the group. */
 const STATE_CODE = /\b([Ss]tate|STATE) ([A-Z]{2})\b/g;
-/** Most state codes (and columns) a group lists. */
+/** Most state codes (and columns) a group lists; past it, a group's states end with {@link MORE}. */
 const MAX_LISTED = 8;
+const MORE = '…';
 
 // A partner's or the client's message may hold ids and numbers anywhere.
 const REPLACEMENTS: readonly [RegExp, string][] = [
@@ -149,7 +150,12 @@ export class ErrorGroups {
     group.count += count;
     if (row !== undefined && group.rows.length < this.#samples) group.rows.push(row);
     for (const column of kind.columns) if (group.columns.length < MAX_LISTED && !group.columns.includes(column)) group.columns.push(column);
-    for (const state of kind.states) if (group.states.length < MAX_LISTED && !group.states.includes(state)) group.states.push(state);
+    for (const state of kind.states) {
+      if (group.states.includes(state)) continue;
+      // Past the cap, one `…` says there were more.
+      if (group.states.length < MAX_LISTED) group.states.push(state);
+      else if (group.states.length === MAX_LISTED) group.states.push(MORE);
+    }
     return group;
   }
 

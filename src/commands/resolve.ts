@@ -48,15 +48,15 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
           const listed = result.refused.slice(0, 20).map((r) => `${r.row} (${r.state ?? 'no such row'})`).join(', ');
           const more = result.refused.length > 20 ? ` and ${result.refused.length - 20} more` : '';
           // The crashed runs were settled all the same (their rows in flight are in doubt now): say so.
-          const settled = result.crashedRuns === 0 ? 'nothing was changed'
-            : `no row was resolved; ${crashedRunsText(result.crashedRuns, result.newlyInDoubt)} all the same`;
+          const settled = result.newlyInDoubt === 0 ? 'nothing was changed'
+            : `no row was resolved; the ${result.newlyInDoubt} row(s) a stopped run had left in flight are now in doubt all the same`;
           throw new QuoteBatchError('E_USAGE', `only rows in_doubt can be resolved; not in doubt in job ${jobId}: ${listed}${more}; ${settled}`, {
             hint: `list the rows in doubt with \`quote-batch export --job ${jobId} --status in_doubt\``,
           });
         }
         const logger = ctx.createLogger();
         const rows = formatRowList(result.resolved);
-        const crashed = result.crashedRuns === 0
+        const crashed = result.crashedRuns === 0 && result.newlyInDoubt === 0
           ? []
           : [`job ${jobId}: ${crashedRunsText(result.crashedRuns, result.newlyInDoubt)}${
             flags.rows === undefined && result.newlyInDoubt > 0 ? ` (not settled here: ${SETTLE_IN_DOUBT})` : ''}`];
@@ -79,8 +79,11 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
     });
 };
 
+/** What settling the runs a process left behind did: `runs` found crashed, `rows` they (or a run that failed) left in flight. */
 function crashedRunsText(runs: number, rows: number): string {
-  return `${runs} run(s) had ended without recording it (crash or kill): the ${rows} row(s) they left in flight are now in doubt`;
+  if (runs === 0) return `the ${rows} row(s) a stopped run had left in flight are now in doubt`;
+  const left = rows === 0 ? 'they left no row in flight' : `the ${rows} row(s) they left in flight are now in doubt`;
+  return `${runs} run(s) had ended without recording it (crash or kill): ${left}`;
 }
 
 /** What the next run of a job not completed does: the rows it sends, the input it has yet to read, the rows in doubt it leaves. */

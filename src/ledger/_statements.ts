@@ -32,13 +32,17 @@ export const SQL = {
   heartbeat: 'UPDATE runs SET heartbeat_at = ? WHERE id = ?',
   finishRun: 'UPDATE runs SET status = ?, finished_at = ? WHERE id = ?',
   // The request each row left in flight was an attempt: recorded (in doubt, error process_stopped) in
-  // the latest crashed run, from its mark to that run's end (the time it was known in flight at least).
+  // the run that marked it (the latest to start before the mark: a crashed run, or one that failed),
+  // from its mark to that run's end (the time it was known in flight at least).
   inFlightAttempts:
     `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome)
-     SELECT r.job_id, r.row_number, c.id, j.operation, r.updated_at,
-            max(0.0, (julianday(c.finished_at) - julianday(r.updated_at)) * 86400000.0), NULL, 'process_stopped', 'in_doubt'
+     SELECT r.job_id, r.row_number, u.id, j.operation, r.updated_at,
+            COALESCE(max(0.0, (julianday(COALESCE(u.finished_at, u.heartbeat_at, @at)) - julianday(r.updated_at)) * 86400000.0), 0.0),
+            NULL, 'process_stopped', 'in_doubt'
        FROM rows r JOIN jobs j ON j.id = r.job_id
-       JOIN (SELECT id, finished_at FROM runs WHERE job_id = @job AND status = 'crashed' ORDER BY id DESC LIMIT 1) c
+       JOIN runs u ON u.id = COALESCE(
+         (SELECT id FROM runs WHERE job_id = r.job_id AND started_at <= r.updated_at ORDER BY started_at DESC, id DESC LIMIT 1),
+         (SELECT MAX(id) FROM runs WHERE job_id = r.job_id))
       WHERE r.job_id = @job AND r.state = 'in_flight'`,
   inFlightToInDoubt:
     // The request in flight counts as an attempt: it may have reached the partner (its attempts of that

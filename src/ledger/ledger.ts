@@ -249,7 +249,7 @@ export class Ledger {
   settleCrashedRuns(jobId: number): { crashedRuns: number; newlyInDoubt: number; at: string } {
     const at = now();
     const crashedRuns = this.stmts.crashRunningRuns.run(at, jobId).changes;
-    this.stmts.inFlightAttempts.run({ job: jobId });
+    this.stmts.inFlightAttempts.run({ job: jobId, at });
     const newlyInDoubt = this.stmts.inFlightToInDoubt.run(at, jobId).changes;
     return { crashedRuns, newlyInDoubt, at };
   }

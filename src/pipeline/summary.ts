@@ -53,7 +53,8 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   const { job, counts } = result;
   const total = ROW_STATES.reduce((sum, s) => sum + counts[s], 0);
   const lines: string[] = [];
-  const ending = result.limitedTo === null ? result.end : `stopped at --limit ${result.limitedTo}`;
+  // Stopped by its --limit only when nothing else ended it (a halt or Ctrl-C while the last answers came in).
+  const ending = result.limitedTo !== null && result.end === 'unfinished' ? `stopped at --limit ${result.limitedTo}` : result.end;
   const title = result.alreadyCompleted ? `job ${job.id}: already completed, nothing sent` : `job ${job.id}: run ${result.runId ?? '-'} ${ending}`;
   lines.push('', title, '-'.repeat(Math.min(78, title.length)));
   lines.push(`input        ${job.input_path}`);

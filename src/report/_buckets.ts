@@ -41,16 +41,20 @@ export function runStatusLabel(run: ReportRun): string {
   return run.limit === null || run.status !== 'completed' ? run.status : `completed (--limit ${run.limit})`;
 }
 
+/** True when the job's newest run stopped at its `--limit`: it completed, and no run read the input to its end. */
+function stoppedAtLimit(report: Report): ReportRun | undefined {
+  const last = report.runs.at(-1);
+  return last !== undefined && last.limit !== null && last.status === 'completed' && report.job.total_rows === null ? last : undefined;
+}
+
 /**
  * The job's status as people read it: a job whose newest run stopped at its `--limit` is `interrupted`
  * (rows of the input were not read), and says so.
  */
 export function jobStatusLabel(report: Report): string {
-  const last = report.runs.at(-1);
+  const last = stoppedAtLimit(report);
   const status = report.job.status;
-  return status === 'interrupted' && last !== undefined && last.limit !== null && last.status === 'completed'
-    ? `${status} (run ${last.id} stopped at --limit ${last.limit})`
-    : status;
+  return status === 'interrupted' && last !== undefined ? `${status} (run ${last.id} stopped at --limit ${last.limit})` : status;
 }
 
 /** True when the limit settled at its run's `--concurrency`: the user's ceiling, not a limit the partner showed. */

@@ -43,13 +43,13 @@ export function listJobs(db: Database.Database): JobListing[] {
 export function renderJobsTable(jobs: readonly JobListing[], width = 100): string {
   if (jobs.length === 0) return 'no jobs in this ledger yet\n';
   const lines = [
-    `${padCellLeft('id', 4)} ${padCell('status', 11)} ${padCell('env', 10)} ${padCell('op', 5)} ${padCellLeft('rows', 7)} ${padCellLeft('ok', 7)} ${padCellLeft('fix', 5)} ${padCellLeft('open', 5)} started`,
+    `${padCellLeft('id', 4)} ${padCell('status', 11)} ${padCell('env', 10)} ${padCell('op', 5)} ${padCellLeft('rows', 7)} ${padCellLeft('ok', 7)} ${padCellLeft('fix', 5)} ${padCellLeft('open', 7)} started`,
   ];
   for (const j of jobs) {
     const toFix = j.rejected + j.agent_invalid + j.invalid;
     const open = `${formatInteger(countUnfinished(j))}${j.total_rows === null && j.status !== 'completed' ? '+' : ''}`;
     lines.push(
-      `${padCellLeft(String(j.id), 4)} ${padCell(j.status, 11)} ${padCell(cleanText(j.environment), 10)} ${padCell(cleanText(j.operation), 5)} ${padCellLeft(formatInteger(j.rows_recorded), 7)} ${padCellLeft(formatInteger(j.succeeded), 7)} ${padCellLeft(formatInteger(toFix), 5)} ${padCellLeft(open, 5)} ${formatTimestamp(j.created_at).slice(0, 16)}`,
+      `${padCellLeft(String(j.id), 4)} ${padCell(j.status, 11)} ${padCell(cleanText(j.environment), 10)} ${padCell(cleanText(j.operation), 5)} ${padCellLeft(formatInteger(j.rows_recorded), 7)} ${padCellLeft(formatInteger(j.succeeded), 7)} ${padCellLeft(formatInteger(toFix), 5)} ${padCellLeft(open, 7)} ${formatTimestamp(j.created_at).slice(0, 16)}`,
       `     ${truncateStart(cleanText(j.input_path), Math.max(75, width - 5))}`,
     );
   }

@@ -246,7 +246,8 @@ export function readPartner(db: Db, jobId: number): ReportPartner {
   const settled = readSettledLimit(db, jobId);
   const ceiling = settled === null ? undefined
     : db.prepare(`SELECT json_extract(options_json, '$.concurrency') AS c FROM runs WHERE id = ?`).get(settled.runId) as { c: unknown } | undefined;
-  const answers = db.prepare('SELECT COUNT(*) AS attempts, TOTAL(http_status = 429) AS throttled FROM attempts WHERE job_id = ?')
+  // Answers: not the requests a stopped process left in flight (none came).
+  const answers = db.prepare(`SELECT COUNT(*) AS attempts, TOTAL(http_status = 429) AS throttled FROM attempts WHERE job_id = ? AND error_code IS NOT 'process_stopped'`)
     .get(jobId) as { attempts: number; throttled: number };
   return {
     samples: all.n,

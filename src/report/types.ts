@@ -126,7 +126,7 @@ export interface ReportRowError {
   subject: string;
   /** Source columns (or NDJSON fields) the group's messages name, at most 8. */
   columns: string[];
-  /** State codes the group's messages name, shown as `XX` in `subject` (`State XX is not supported.`), at most 8. */
+  /** State codes the group's messages name, shown as `XX` in `subject` (`State XX is not supported.`): at most 8, then `…` when there were more. */
   states: string[];
   /** How many rows are of this kind. */
   rows: number;

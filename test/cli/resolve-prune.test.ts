@@ -127,7 +127,7 @@ describe('resolve and prune', () => {
     const ledger = ledgerWith(killed);
     const refused = await cli(['resolve', '--ledger', ledger, '--rows', '1', '--as', 'succeeded']);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('error: only rows in_doubt can be resolved; not in doubt in job 1: 1 (succeeded); no row was resolved; 1 run(s) had ended without recording it (crash or kill): the 2 row(s) they left in flight are now in doubt all the same\n');
+    expect(refused.stderr).toContain('error: only rows in_doubt can be resolved; not in doubt in job 1: 1 (succeeded); no row was resolved; the 2 row(s) a stopped run had left in flight are now in doubt all the same\n');
     expect(readLedger(ledger).states.in_doubt).toBe(2);
     // On a copy just killed: --all-in-doubt leaves the rows it finds left in flight (nobody checked them).
     const all = await cli(['resolve', '--ledger', ledgerWith(killed), '--all-in-doubt', '--as', 'pending']);

@@ -84,6 +84,24 @@ describe('resolve', () => {
     ledger.close();
   });
 
+  it('a row a failed run left in flight: its attempt is recorded in that run (not in an older crashed one), and counted', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const jobId = makeJob(ledger, ['succeeded', 'in_flight']);
+    const run = (id: number, status: string, started: string, finished: string | null): void => {
+      ledger.db.prepare(`INSERT INTO runs (id, job_id, started_at, finished_at, status, options_json, tool_version) VALUES (?, ?, ?, ?, ?, '{}', 'test')`)
+        .run(id, jobId, started, finished, status);
+    };
+    run(50, 'crashed', '2026-11-26T01:00:00.000Z', '2026-11-26T01:00:09.000Z');
+    run(51, 'failed', '2026-11-26T02:00:00.000Z', '2026-11-26T02:00:04.000Z');
+    ledger.db.prepare(`UPDATE rows SET updated_at = '2026-11-26T02:00:03.500Z' WHERE job_id = ? AND row_number = 2`).run(jobId);
+    const result = resolveInDoubt(ledger, { jobId, rows: [1], to: 'succeeded', note: null });
+    expect(result).toMatchObject({ crashedRuns: 0, newlyInDoubt: 1, resolved: [] });
+    expect(ledger.db.prepare(`SELECT run_id, error_code, duration_ms FROM attempts WHERE job_id = ? AND row_number = 2`).all(jobId))
+      .toEqual([{ run_id: 51, error_code: 'process_stopped', duration_ms: expect.closeTo(500, 0) }]);
+    expect(ledger.db.prepare('SELECT state, attempts FROM rows WHERE job_id = ? AND row_number = 2').get(jobId)).toEqual({ state: 'in_doubt', attempts: 1 });
+    ledger.close();
+  });
+
   it('sends a row back to pending and leaves the job unfinished', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);

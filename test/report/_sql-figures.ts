@@ -161,7 +161,7 @@ export function partnerBySql(db: Db, jobId: number) {
     const paced = last.flatMap((x) => (x.pace === null ? [] : [x.pace])).sort((a, b) => a - b);
     paces = paced.length * 2 >= last.length ? paced : [];
   }
-  const attempts = one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ?', jobId);
+  const attempts = one<number>(db, "SELECT COUNT(*) FROM attempts WHERE job_id = ? AND error_code IS NOT 'process_stopped'", jobId);
   const throttled = one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ? AND http_status = 429', jobId);
   return {
     samples: one<number>(db, `SELECT COUNT(*) FROM run_samples WHERE ${ofJob}`, jobId),

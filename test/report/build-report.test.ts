@@ -4,6 +4,7 @@ import {
   buildReport, computeHistogram, computeStats, flattenFigures, percentileOf, readProblemRows, renderCsv, renderHtml, renderTable,
   resolveJobId, DEFAULT_TABLE_WIDTH as TABLE_WIDTH, type Report,
 } from '../../src/report/index.js';
+import { jobStatusLabel } from '../../src/report/_buckets.js';
 import { QuoteBatchError } from '../../src/errors.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { buildEmptyJob } from '../fixtures/report/empty-job.js';
@@ -339,5 +340,17 @@ describe('statistics', () => {
     expect(bins.slice(0, -1).every((b) => b.to - b.from === 10)).toBe(true);
     expect(bins.reduce((a, b) => a + b.count, 0)).toBe(values.length);
     expect(computeHistogram([])).toEqual([]);
+  });
+});
+
+describe('the status of a job whose newest run had a --limit', () => {
+  const reportOf = (total: number | null): Report => ({
+    job: { status: 'interrupted', total_rows: total },
+    runs: [{ id: 1, status: 'completed', limit: 1000, started_at: '', finished_at: null, tool_version: '', seconds: null }],
+  }) as unknown as Report;
+  it('says the run stopped at its --limit only when no run read the input to its end', () => {
+    expect(jobStatusLabel(reportOf(null))).toBe('interrupted (run 1 stopped at --limit 1000)');
+    // 200 rows read to the end under --limit 1000, some left failed: interrupted for that, not for the limit.
+    expect(jobStatusLabel(reportOf(200))).toBe('interrupted');
   });
 });

@@ -95,7 +95,8 @@ describe('ErrorGroups', () => {
     // At most 8 listed; the count goes on.
     const many = new ErrorGroups();
     for (const state of ['AA', 'BB', 'CC', 'DD', 'EE', 'FF', 'GG', 'HH', 'II']) many.add({ state: 'rejected', errorCode: null, message: `State ${state} is not supported.` });
-    expect(many.top()[0]).toMatchObject({ count: 9, states: ['AA', 'BB', 'CC', 'DD', 'EE', 'FF', 'GG', 'HH'] });
+    expect(many.top()[0]).toMatchObject({ count: 9, states: ['AA', 'BB', 'CC', 'DD', 'EE', 'FF', 'GG', 'HH', '…'] });
+    expect(describeErrorKind(many.top()[0]!)).toMatch(/\(states AA, BB, CC, DD, EE, FF, GG, HH, …\)$/);
   });
 
   it('leaves out a code that repeats the state', () => {
