@@ -1,13 +1,14 @@
 /**
  * The entry of the HTTP thread (see `thread-transport.ts`): one got {@link Transport}, configured by
- * the first message and then fed `post` messages (URL and body), each answered with its `RawAttempt`. It
- * holds no policy: retries, the breaker and the limiter stay with the client on the main thread,
- * which reads each `RawAttempt`. It says `ready` once it listens: a thread that dies before that
+ * the first message and then fed `post` messages (URL and body), each answered with its `RawAttempt`,
+ * its body redacted. It holds no policy: retries, the breaker and the limiter stay with the client
+ * on the main thread, which reads each `RawAttempt`. It says `ready` once it listens: a thread that dies before that
  * cannot have sent anything. Loading this module loads got: that is what a spare thread does
  * while it waits for its client.
  */
 import { parentPort } from 'node:worker_threads';
 import { describeTransportError, Transport, type RawAttempt, type TransportOptions } from './_transport.js';
+import { Redactor } from './redact.js';
 import { THREAD_LOST } from './thread-transport.js';
 
 export type ThreadMessage =
@@ -21,14 +22,23 @@ const port = parentPort;
 if (port === null) throw new Error('_transport-thread.js runs as a worker thread of the partner client');
 
 let transport: Transport | undefined;
+/**
+ * Answers are redacted here, before they cross to the main thread: the key never reaches it in an
+ * answer, and the main thread, which every answer waits for, does not spend the time.
+ */
+let redactor: Redactor | undefined;
 /** The client posts to three URLs: each is parsed once. */
 const urls = new Map<string, URL>();
-const answer = (id: number, raw: RawAttempt): void => port.postMessage({ type: 'answer', id, raw } satisfies ThreadReply);
+const answer = (id: number, raw: RawAttempt): void => {
+  const clean: RawAttempt = raw.type === 'response' && redactor !== undefined ? { ...raw, text: redactor.redact(raw.text), redacted: true } : raw;
+  port.postMessage({ type: 'answer', id, raw: clean } satisfies ThreadReply);
+};
 const refused = (detail: string): RawAttempt => ({ type: 'transport', code: THREAD_LOST, detail, bodySent: false });
 
 port.on('message', (message: ThreadMessage) => {
   if (message.type === 'configure') {
     transport = new Transport(message.options);
+    redactor = new Redactor(message.options.apiKey);
     return;
   }
   const { id } = message;

@@ -21,6 +21,8 @@ export type RawAttempt =
       text: string;
       /** True when the body was longer than `maxBodyBytes` and was cut. */
       truncated: boolean;
+      /** True when `text` was already redacted (by the HTTP thread, which holds the key as well). */
+      redacted?: boolean;
       /** Bytes of body received (up to the cut). */
       bytes: number;
     }

@@ -383,7 +383,7 @@ class GotPartnerClient implements PartnerClient {
     const t0 = performance.now();
     const raw = await this.#transport.post(this.#endpoints[kind].url, payload);
     const durationMs = Math.round(performance.now() - t0);
-    const parsed = raw.type === 'response' ? this.#parseBody(raw.text, raw.truncated, raw.bytes) : { body: null, stored: null };
+    const parsed = raw.type === 'response' ? this.#parseBody(raw.redacted === true ? raw.text : this.#redactor.redact(raw.text), raw.truncated, raw.bytes) : { body: null, stored: null };
     const cls = classifyAnswer(kind, raw.type === 'response'
       ? { type: 'response', status: raw.status, body: parsed.body }
       : raw);
@@ -407,9 +407,8 @@ class GotPartnerClient implements PartnerClient {
     this.#onEvent({ type: 'halt', kind, reason: this.#haltReason, ...(retryAfter === undefined ? {} : { retryAfter }) });
   }
 
-  /** Redacts, then parses; also renders what may be stored of the body (bounded JSON text). */
-  #parseBody(text: string, truncated: boolean, bytes: number): Parsed {
-    const clean = this.#redactor.redact(text);
+  /** Parses the redacted `clean`; also renders what may be stored of the body (bounded JSON text). */
+  #parseBody(clean: string, truncated: boolean, bytes: number): Parsed {
     if (clean.trim() === '') return { body: null, stored: null };
     if (!truncated) {
       try {
