@@ -2,8 +2,8 @@
  * The entry of the HTTP thread (see `thread-transport.ts`): one got {@link Transport}, configured by
  * the first message and then fed `post` messages (URL and body), each answered with its `RawAttempt`,
  * its body redacted. It holds no policy: retries, the breaker and the limiter stay with the client
- * on the main thread, which reads each `RawAttempt`. It says `ready` once it listens: a thread that dies before that
- * cannot have sent anything. Loading this module loads got: that is what a spare thread does
+ * on the main thread, which reads each `RawAttempt`. It says `ready` once it listens: a thread that
+ * dies before that cannot have sent anything. Loading this module loads got: that is what a spare thread does
  * while it waits for its client.
  */
 import { parentPort } from 'node:worker_threads';

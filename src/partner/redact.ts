@@ -12,7 +12,8 @@
  * alternative per encoded rendering; only the characters next to a match are looked at further.
  * Then a last check (`_leak-check.ts`) looks for the key once every other encoding it knows is undone
  * (hex with separators, base64 broken by spaces, escapes applied twice, the base64 or hex of the key
- * in another case, …); what it finds is taken out whole: the JSON string, or the text.
+ * in another case, …); what it finds is taken out whole: the smallest JSON value that shows it, or
+ * the text when it is not JSON.
  */
 
 import { LeakCheck } from './_leak-check.js';
@@ -100,7 +101,6 @@ export class Redactor {
   }
 }
 
-/** `value` with every string (and object key) in which `leaks` finds the key replaced by {@link REDACTED}. */
 /**
  * `value` with each smallest part that shows the key replaced by {@link REDACTED}: a string, an
  * object key (renamed), or an array or object that shows it only as a whole (an array of its bytes or
