@@ -60,13 +60,14 @@ describe('run', () => {
     expect(statSync(tmp.path('l.db')).mode & 0o777).toBe(0o600);
   });
 
-  it('records in each second\'s sample the most requests in flight at once: a short run shows its peak, not the 0 at its end', async () => {
+  it('records in each second\'s sample the mean and the most requests in flight: a short run shows them, not the 0 at its end', async () => {
     const result = await run(['--no-adaptive', '--concurrency', '4']);
     expect(result.code, result.stderr).toBe(1);
     const db = new Database(tmp.path('l.db'), { readonly: true });
     try {
       const samples = db.prepare('SELECT in_flight, in_flight_max FROM run_samples ORDER BY elapsed_ms').all() as { in_flight: number; in_flight_max: number }[];
-      expect(samples.at(-1)).toMatchObject({ in_flight: 0 }); // the last sample, at the end
+      // The last sample ends when nothing is in flight; its mean over the sample is not 0.
+      expect(samples.at(-1)?.in_flight).toBeGreaterThan(0);
       expect(Math.max(...samples.map((s) => s.in_flight_max))).toBe(4);
       for (const s of samples) expect(s.in_flight_max).toBeGreaterThanOrEqual(s.in_flight);
     } finally {
