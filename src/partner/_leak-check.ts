@@ -22,8 +22,8 @@
  * What the check finds, the redactor takes out whole (the JSON string holding it, or the text).
  */
 
-/** Below this length the key's hex or base64 could match ordinary text: only the decoded view is searched. */
-const MIN_ENCODED_LENGTH = 8;
+/** Below this length the key's hex or base64 could match ordinary text: only its raw forms are searched (here, and in `redact.ts`). */
+export const MIN_ENCODED_LENGTH = 8;
 /** How many times percent-escapes are undone: a key encoded three times over is still found. */
 const DECODE_ROUNDS = 4;
 /** How deep base64 or hex runs are decoded and looked into again. */
@@ -194,8 +194,8 @@ export function decode(text: string): string {
   return out;
 }
 
-function escapeRegex(text: string): string {
-  return text.replace(/[+/\\-]/g, '\\$&');
+export function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
 }
 
 function fromCodePoint(code: number): string {
@@ -207,12 +207,19 @@ function fromCodePoint(code: number): string {
  * byte alignments, the whole 4-character groups made of those bytes alone, in both alphabets.
  */
 function base64Cores(bytes: Buffer): string[] {
-  const cores: string[] = [];
-  for (let shift = 0; shift < 3; shift += 1) {
-    const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');
-    const core = encoded.slice(4 * Math.ceil(shift / 3), 4 * Math.floor((shift + bytes.length) / 3));
-    if (core.length < MIN_ENCODED_LENGTH) continue;
-    cores.push(core, core.replace(/\+/g, '-').replace(/\//g, '_'));
-  }
-  return cores;
+  return [0, 1, 2].map((shift) => stableBase64(bytes, shift)).filter((core) => core.length >= MIN_ENCODED_LENGTH).flatMap((core) => [core, toBase64Url(core)]);
+}
+
+/**
+ * The base64 of `bytes` with `shift` (0–2) other bytes before them that does not depend on those
+ * bytes, nor on any after: the whole 4-character groups made of `bytes` alone.
+ */
+export function stableBase64(bytes: Buffer, shift: number): string {
+  const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');
+  return encoded.slice(4 * Math.ceil(shift / 3), 4 * Math.floor((shift + bytes.length) / 3));
+}
+
+/** Standard base64 in the URL-safe alphabet. */
+export function toBase64Url(base64: string): string {
+  return base64.replace(/\+/g, '-').replace(/\//g, '_');
 }

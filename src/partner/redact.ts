@@ -16,12 +16,9 @@
  * the text when it is not JSON.
  */
 
-import { LeakCheck } from './_leak-check.js';
+import { escapeRegex, LeakCheck, MIN_ENCODED_LENGTH, stableBase64, toBase64Url } from './_leak-check.js';
 
 export const REDACTED = '[redacted]';
-
-/** Below this length base64/hex fragments of the key would match ordinary text: only the raw forms are searched. */
-const MIN_ENCODED_LENGTH = 8;
 
 export class Redactor {
   /** The key itself, in its echoed forms (see {@link characterForms}). */
@@ -294,16 +291,13 @@ function encodedFragments(secret: string): Fragment[] {
   fragments.set(`hex:${hex}`, { kind: 'hex', core: hex, before: [], after: [], padding: 0 });
   for (let shift = 0; shift < 3; shift += 1) {
     // With `shift` bytes before it, only the 4-character groups made of key bytes alone are stable.
-    const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString('base64');
-    const from = 4 * Math.ceil(shift / 3);
-    const to = 4 * Math.floor((shift + bytes.length) / 3);
-    if (to - from < MIN_ENCODED_LENGTH) continue;
-    const core = encoded.slice(from, to);
+    const core = stableBase64(bytes, shift);
+    if (core.length < MIN_ENCODED_LENGTH) continue;
     // The partial groups: the first `3 - shift` key bytes after `shift` other ones, the last `tail` key bytes before other ones.
     const head = shift === 0 ? [] : [...bytes.subarray(0, 3 - shift)];
     const tail = [...bytes.subarray(bytes.length - ((shift + bytes.length) % 3), bytes.length)];
     for (const alphabet of [BASE64, BASE64URL]) {
-      const variant = alphabet === BASE64 ? core : core.replace(/\+/g, '-').replace(/\//g, '_');
+      const variant = alphabet === BASE64 ? core : toBase64Url(core);
       const after = partialGroup(tail, 0, alphabet);
       fragments.set(`base64:${variant}`, {
         kind: 'base64',
@@ -345,6 +339,3 @@ function caseless(hex: string): string {
   return [...hex].map((c) => (/[a-f]/.test(c) ? `[${c}${c.toUpperCase()}]` : c)).join('');
 }
 
-function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
-}
