@@ -1,5 +1,6 @@
 /** The ledger's SQL, prepared once per connection (see Ledger). */
 import type Database from 'better-sqlite3';
+import { STOPPED_IN_FLIGHT } from './schema.js';
 
 export const SQL = {
   latestJobOf:
@@ -38,7 +39,7 @@ export const SQL = {
     `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome)
      SELECT r.job_id, r.row_number, u.id, j.operation, r.updated_at,
             COALESCE(max(0.0, (julianday(COALESCE(u.finished_at, u.heartbeat_at, @at)) - julianday(r.updated_at)) * 86400000.0), 0.0),
-            NULL, 'process_stopped', 'in_doubt'
+            NULL, '${STOPPED_IN_FLIGHT}', 'in_doubt'
        FROM rows r JOIN jobs j ON j.id = r.job_id
        JOIN runs u ON u.id = COALESCE(
          (SELECT id FROM runs WHERE job_id = r.job_id AND started_at <= r.updated_at ORDER BY started_at DESC, id DESC LIMIT 1),

@@ -1,6 +1,6 @@
 export { Ledger, now } from './ledger.js';
 export type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
-export { countUnfinished, FINAL_STATES, JOB_STATUSES, ROW_STATES, RUN_STATUSES, SCHEMA_VERSION } from './schema.js';
+export { countUnfinished, FINAL_STATES, JOB_STATUSES, ROW_STATES, RUN_STATUSES, SCHEMA_VERSION, STOPPED_IN_FLIGHT } from './schema.js';
 export type { JobStatus, RowState, RunStatus } from './schema.js';
 export { jobLockPath } from './_job-lock.js';
 export { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS, MAX_STORED_JSON_CHARS, MAX_STORED_MESSAGE_CHARS } from './limits.js';

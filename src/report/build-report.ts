@@ -4,7 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
-import { ROW_STATES, type RowState } from '../ledger/index.js';
+import { ROW_STATES, STOPPED_IN_FLIGHT, type RowState } from '../ledger/index.js';
 import { bucketSecondsFor, epochMsSql, percentileOf, round, sqlList } from './_buckets.js';
 import { niceStep, tidy } from './_nice.js';
 import { readErrorGroups } from './row-errors.js';
@@ -69,7 +69,7 @@ export function buildReport(db: Db, jobId: number, options: { now?: () => Date }
           kind,
           withHistogram(
             // Not the requests a stopped process left in flight: no answer came, the time is only a bound.
-            db.prepare(`SELECT duration_ms FROM attempts WHERE job_id = ? AND kind = ? AND error_code IS NOT 'process_stopped' ORDER BY duration_ms`)
+            db.prepare(`SELECT duration_ms FROM attempts WHERE job_id = ? AND kind = ? AND error_code IS NOT '${STOPPED_IN_FLIGHT}' ORDER BY duration_ms`)
               .pluck().all(jobId, kind) as number[],
           ),
         ]),

@@ -4,7 +4,7 @@
  * Rows and samples are aggregated by SQLite or streamed: memory grows with buckets, not rows.
  */
 import type Database from 'better-sqlite3';
-import type { RunStatus } from '../ledger/index.js';
+import { STOPPED_IN_FLIGHT, type RunStatus } from '../ledger/index.js';
 import { bucketSecondsFor, epochMsSql, percentileOf, round, sqlList } from './_buckets.js';
 import {
   DONE_STATES, type ReportPartner, type ReportTimeline, type ReportTimelineBucket, type ReportTimelineSegment,
@@ -247,7 +247,7 @@ export function readPartner(db: Db, jobId: number): ReportPartner {
   const ceiling = settled === null ? undefined
     : db.prepare(`SELECT json_extract(options_json, '$.concurrency') AS c FROM runs WHERE id = ?`).get(settled.runId) as { c: unknown } | undefined;
   // Answers: not the requests a stopped process left in flight (none came).
-  const answers = db.prepare(`SELECT COUNT(*) AS attempts, TOTAL(http_status = 429) AS throttled FROM attempts WHERE job_id = ? AND error_code IS NOT 'process_stopped'`)
+  const answers = db.prepare(`SELECT COUNT(*) AS attempts, TOTAL(http_status = 429) AS throttled FROM attempts WHERE job_id = ? AND error_code IS NOT '${STOPPED_IN_FLIGHT}'`)
     .get(jobId) as { attempts: number; throttled: number };
   return {
     samples: all.n,
