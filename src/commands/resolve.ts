@@ -49,7 +49,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
           const more = result.refused.length > 20 ? ` and ${result.refused.length - 20} more` : '';
           // The crashed runs were settled all the same (their rows in flight are in doubt now): say so.
           const settled = result.newlyInDoubt === 0 ? 'nothing was changed'
-            : `no row was resolved; the ${result.newlyInDoubt} row(s) a stopped run had left in flight are now in doubt all the same`;
+            : `no row was resolved; ${stoppedRunRowsText(result.newlyInDoubt)} all the same`;
           throw new QuoteBatchError('E_USAGE', `only rows in_doubt can be resolved; not in doubt in job ${jobId}: ${listed}${more}; ${settled}`, {
             hint: `list the rows in doubt with \`quote-batch export --job ${jobId} --status in_doubt\``,
           });
@@ -81,9 +81,13 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
 
 /** What settling the runs a process left behind did: `runs` found crashed, `rows` they (or a run that failed) left in flight. */
 function crashedRunsText(runs: number, rows: number): string {
-  if (runs === 0) return `the ${rows} row(s) a stopped run had left in flight are now in doubt`;
+  if (runs === 0) return stoppedRunRowsText(rows);
   const left = rows === 0 ? 'they left no row in flight' : `the ${rows} row(s) they left in flight are now in doubt`;
   return `${runs} run(s) had ended without recording it (crash or kill): ${left}`;
+}
+
+function stoppedRunRowsText(rows: number): string {
+  return `the ${rows} row(s) a stopped run had left in flight are now in doubt`;
 }
 
 /** What the next run of a job not completed does: the rows it sends, the input it has yet to read, the rows in doubt it leaves. */

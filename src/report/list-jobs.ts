@@ -34,6 +34,9 @@ export function listJobs(db: Database.Database): JobListing[] {
   ).all() as JobListing[];
 }
 
+/** True when no run read the job's input to its end: a further run reads more rows than are open. */
+const unread = (j: JobListing): boolean => j.total_rows === null && j.status !== 'completed';
+
 /**
  * Two lines per job: the figures (80 columns), then the input file, cut from the left to `width`.
  * `fix` = rejected + agent_invalid + invalid (data to correct); `open` = pending + in_flight +
@@ -47,12 +50,12 @@ export function renderJobsTable(jobs: readonly JobListing[], width = 100): strin
   ];
   for (const j of jobs) {
     const toFix = j.rejected + j.agent_invalid + j.invalid;
-    const open = `${formatInteger(countUnfinished(j))}${j.total_rows === null && j.status !== 'completed' ? '+' : ''}`;
+    const open = `${formatInteger(countUnfinished(j))}${unread(j) ? '+' : ''}`;
     lines.push(
       `${padCellLeft(String(j.id), 4)} ${padCell(j.status, 11)} ${padCell(cleanText(j.environment), 10)} ${padCell(cleanText(j.operation), 5)} ${padCellLeft(formatInteger(j.rows_recorded), 7)} ${padCellLeft(formatInteger(j.succeeded), 7)} ${padCellLeft(formatInteger(toFix), 5)} ${padCellLeft(open, 7)} ${formatTimestamp(j.created_at).slice(0, 16)}`,
       `     ${truncateStart(cleanText(j.input_path), Math.max(75, width - 5))}`,
     );
   }
-  if (jobs.some((j) => j.total_rows === null && j.status !== 'completed')) lines.push('open +: the input is not read to its end yet; the next run reads more rows');
+  if (jobs.some(unread)) lines.push('open +: the input is not read to its end yet; the next run reads more rows');
   return `${lines.join('\n')}\n`;
 }
