@@ -3,6 +3,7 @@ export type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, Rejected
 export { countUnfinished, FINAL_STATES, JOB_STATUSES, ROW_STATES, RUN_STATUSES, SCHEMA_VERSION, STOPPED_IN_FLIGHT } from './schema.js';
 export type { JobStatus, RowState, RunStatus } from './schema.js';
 export { jobLockPath } from './_job-lock.js';
+export { runMayBeAlive, STALE_HEARTBEAT_MS } from './_liveness.js';
 export { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS, MAX_STORED_JSON_CHARS, MAX_STORED_MESSAGE_CHARS } from './limits.js';
 export { pruneJobs, resolveInDoubt, RESOLUTIONS, vacuumLedger } from './maintenance.js';
 export type { PruneCandidate, PruneOptions, PruneResult, Resolution, ResolveRequest, ResolveResult, VacuumResult } from './maintenance.js';

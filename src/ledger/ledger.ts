@@ -11,6 +11,7 @@ import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import type { AttemptRecord } from '../partner/types.js';
 import { jobLockPath, tryAcquireJobLock, type JobLock } from './_job-lock.js';
+import { runMayBeAlive } from './_liveness.js';
 import { openDatabase } from './_open.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
@@ -21,8 +22,6 @@ export const now = (): string => new Date().toISOString();
 
 /** The time stamps compared come from two clocks (file system, process): allow this much. */
 const CLOCK_SLACK_MS = 1000;
-/** A run that wrote no heartbeat for this long (the pipeline writes one every 10 s) is dead. */
-const STALE_HEARTBEAT_MS = 60_000;
 
 export class Ledger {
   readonly path: string;
@@ -97,15 +96,7 @@ export class Ledger {
   private mayHoldDeletedLock(jobId: number, fileCreatedMs: number): boolean {
     const run = this.stmts.lastRunningRun.get(jobId) as RunRecord | undefined;
     if (run === undefined || fileCreatedMs <= Date.parse(run.started_at) + CLOCK_SLACK_MS) return false;
-    if (run.hostname === hostname() && run.pid !== null) {
-      try {
-        process.kill(run.pid, 0);
-        return true;
-      } catch (error) {
-        return (error as NodeJS.ErrnoException).code === 'EPERM';
-      }
-    }
-    return run.heartbeat_at !== null && Date.now() - Date.parse(run.heartbeat_at) < STALE_HEARTBEAT_MS;
+    return runMayBeAlive(run);
   }
 
   unlockJob(jobId: number): void {

@@ -1,0 +1,65 @@
+/**
+ * Whether the process of a run the ledger still marks `running` may be alive, from the run's own
+ * signs of life: its pid when it ran on this host, else its heartbeat (a run writes one every 10 s).
+ *
+ * The job lock (`_job-lock.ts`) is what decides whether a job may be taken. This is for what cannot
+ * take the lock: a read-only `jobs` or `report` must not hold a job's lock even for a moment (a run
+ * starting then would find the job taken and exit 4), and the ledger's check of a lock file deleted
+ * by hand. A zombie is dead; a pid reused by another process reads as alive: that error falls on the
+ * side of `running`.
+ */
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+
+/** A run that wrote no heartbeat for this long (the pipeline writes one every 10 s) is dead. */
+export const STALE_HEARTBEAT_MS = 60_000;
+
+/** What a run records of its process (columns of `runs`). */
+export interface RunSignsOfLife {
+  pid: number | null;
+  hostname: string | null;
+  heartbeat_at: string | null;
+}
+
+/**
+ * True when process `pid` runs on this host: it exists (signal 0 checks without sending anything)
+ * and, where /proc tells, is not a zombie (a killed run its parent has not reaped yet).
+ */
+export function pidExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  return !isZombie(pid);
+}
+
+/** True when /proc says `pid` is a zombie (state Z) or dead (X); false where there is no /proc. */
+function isZombie(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return false;
+  }
+  // "pid (comm) S …": the command may hold spaces and parentheses, the state follows the last ')'.
+  const state = stat.charAt(stat.lastIndexOf(')') + 2);
+  return state === 'Z' || state === 'X';
+}
+
+/**
+ * True when the run's process may still be alive: on this host, while its pid exists; from another
+ * host (or without a pid), while its last heartbeat is under {@link STALE_HEARTBEAT_MS} old.
+ */
+export function runMayBeAlive(
+  run: RunSignsOfLife,
+  nowMs: number = Date.now(),
+  thisHost: string = hostname(),
+  exists: (pid: number) => boolean = pidExists,
+): boolean {
+  if (run.hostname === thisHost && run.pid !== null && Number.isInteger(run.pid) && run.pid > 0) return exists(run.pid);
+  if (run.heartbeat_at === null) return false;
+  const beat = Date.parse(run.heartbeat_at);
+  return Number.isFinite(beat) && nowMs - beat < STALE_HEARTBEAT_MS;
+}
