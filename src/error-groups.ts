@@ -205,7 +205,7 @@ export function formatErrorGroupLines(
 }
 
 /** Splits `text` into lines of at most `width` code points at spaces; the last of `maxLines` ends with `…` when cut. */
-function wrapWords(text: string, width: number, maxLines: number): string[] {
+export function wrapWords(text: string, width: number, maxLines: number): string[] {
   const lines: string[] = [];
   let rest = Array.from(text.trim());
   while (rest.length > 0 && lines.length < maxLines) {

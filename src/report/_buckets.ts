@@ -1,4 +1,5 @@
 /** Time buckets shared by the report's over-time figures, and the small helpers (SQL, rounding, percentiles, whether a run was paced) its modules share. */
+import { formatTimestamp } from './_text.js';
 import type { Report, ReportPartner, ReportRun, ReportTimeline } from './types.js';
 
 /** Most buckets an over-time figure has: a bar every 9 px or so of a chart. */
@@ -38,6 +39,7 @@ export function timelinePaced(timeline: ReportTimeline): boolean {
 
 /** A run's status as people read it: `completed (--limit 20)` for a run that stopped at its `--limit`. */
 export function runStatusLabel(run: ReportRun): string {
+  if (run.process_gone) return 'crashed (not yet recorded)';
   return run.limit === null || run.status !== 'completed' ? run.status : `completed (--limit ${run.limit})`;
 }
 
@@ -52,9 +54,29 @@ function stoppedAtLimit(report: Report): ReportRun | undefined {
  * (rows of the input were not read), and says so.
  */
 export function jobStatusLabel(report: Report): string {
+  if (report.job.process_gone) return crashedJobLabel(report.runs);
   const last = stoppedAtLimit(report);
   const status = report.job.status;
   return status === 'interrupted' && last !== undefined ? `${status} (run ${last.id} stopped at --limit ${last.limit})` : status;
+}
+
+/** A job still marked `running` whose run's process is gone: `crashed (run 3's process is gone)`. */
+function crashedJobLabel(runs: readonly ReportRun[]): string {
+  const gone = runs.filter((r) => r.process_gone).map((r) => r.id);
+  return `crashed (${gone.length === 1 ? `run ${gone[0]}'s process is` : `the processes of runs ${gone.join(', ')} are`} gone)`;
+}
+
+/**
+ * What a report says under a job whose run's process is gone: when it was last seen alive, and what
+ * the next run does about it. Undefined for any other job.
+ */
+export function crashedJobNote(report: Report): string | undefined {
+  if (!report.job.process_gone) return undefined;
+  const seen = report.runs.filter((r) => r.process_gone).at(-1)?.last_seen_at ?? null;
+  const inFlight = report.rows.by_state.in_flight;
+  const rows = inFlight === 1 ? 'its 1 row in flight' : `its ${inFlight} rows in flight`;
+  return `${seen === null ? 'the run stopped without recording it' : `last sign of life ${formatTimestamp(seen)}`}; `
+    + `the next run (or resolve) records it crashed and ${rows} in doubt`;
 }
 
 /** True when the limit settled at its run's `--concurrency`: the user's ceiling, not a limit the partner showed. */

@@ -4,7 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
-import { ROW_STATES, STOPPED_IN_FLIGHT, type RowState } from '../ledger/index.js';
+import { ROW_STATES, runMayBeAlive, STOPPED_IN_FLIGHT, type RowState } from '../ledger/index.js';
 import { bucketSecondsFor, epochMsSql, percentileOf, round, sqlList } from './_buckets.js';
 import { niceStep, tidy } from './_nice.js';
 import { readErrorGroups } from './row-errors.js';
@@ -47,11 +47,13 @@ export function resolveJobId(db: Db, jobId: number | undefined, ledgerPath: stri
 export function buildReport(db: Db, jobId: number, options: { now?: () => Date } = {}): Report {
   const read = db.transaction(() => {
     // One read transaction: every figure comes from the same snapshot while a run writes.
-    const job = readJob(db, jobId);
+    const generatedAt = options.now?.() ?? new Date();
+    const runs = readRuns(db, jobId, generatedAt.getTime());
+    const job = readJob(db, jobId, runs);
     const rows = readRows(db, jobId);
     return {
       report_version: REPORT_VERSION,
-      generated_at: (options.now?.() ?? new Date()).toISOString(),
+      generated_at: generatedAt.toISOString(),
       job,
       rows,
       attempts: readAttempts(db, jobId),
@@ -76,7 +78,7 @@ export function buildReport(db: Db, jobId: number, options: { now?: () => Date }
       ) as Record<ReportAttemptKind, StatsWithHistogram>,
       timing: readTiming(db, jobId, rows.by_state),
       completions: readCompletions(db, jobId),
-      runs: readRuns(db, jobId),
+      runs,
       timeline: readTimeline(db, jobId),
       partner: readPartner(db, jobId),
     } satisfies Report;
@@ -84,13 +86,14 @@ export function buildReport(db: Db, jobId: number, options: { now?: () => Date }
   return read.deferred();
 }
 
-function readJob(db: Db, jobId: number): ReportJob {
-  const job = db.prepare(
+function readJob(db: Db, jobId: number, runs: readonly ReportRun[]): ReportJob {
+  const stored = db.prepare(
     `SELECT id, input_path, input_format, mapping_path, environment, operation, base_url, status, total_rows,
        created_at, finished_at FROM jobs WHERE id = ?`,
-  ).get(jobId) as ReportJob | undefined;
-  if (job === undefined) throw new QuoteBatchError('E_USAGE', `job ${jobId} is not in the ledger`);
-  return job;
+  ).get(jobId) as Omit<ReportJob, 'process_gone'> | undefined;
+  if (stored === undefined) throw new QuoteBatchError('E_USAGE', `job ${jobId} is not in the ledger`);
+  const running = runs.filter((r) => r.status === 'running');
+  return { ...stored, process_gone: stored.status === 'running' && running.length > 0 && running.every((r) => r.process_gone) };
 }
 
 function readRows(db: Db, jobId: number): Report['rows'] {
@@ -220,18 +223,37 @@ function readCompletions(db: Db, jobId: number): ReportCompletions {
   return { start: new Date(span.first).toISOString(), bucket_seconds: width, buckets };
 }
 
-function readRuns(db: Db, jobId: number): ReportRun[] {
+function readRuns(db: Db, jobId: number, nowMs: number): ReportRun[] {
   return (db.prepare(
-    `SELECT id, started_at, finished_at, status, tool_version,
-       (julianday(COALESCE(finished_at, heartbeat_at)) - julianday(started_at)) * 86400.0 AS seconds,
+    // A run still marked running has lasted until its last sign of life: its latest sample (about one a
+    // second) or heartbeat (one every 10 s).
+    `SELECT id, started_at, finished_at, status, tool_version, pid, hostname, heartbeat_at, last_sign,
+       (julianday(COALESCE(finished_at, last_sign)) - julianday(started_at)) * 86400.0 AS seconds,
        CASE WHEN json_valid(options_json) THEN json_extract(options_json, '$.limit') END AS "limit"
-     FROM runs WHERE job_id = ? ORDER BY id`,
-  ).all(jobId) as Array<Omit<ReportRun, 'limit'> & { limit: unknown }>).map((r) => ({
-    ...r,
-    seconds: r.seconds === null ? null : round(r.seconds, 3),
-    limit: typeof r.limit === 'number' && Number.isInteger(r.limit) && r.limit > 0 ? r.limit : null,
-  }));
+     FROM (SELECT *, NULLIF(max(COALESCE(heartbeat_at, ''),
+                                COALESCE((SELECT MAX(s.at) FROM run_samples s WHERE s.run_id = runs.id), '')), '') AS last_sign
+           FROM runs WHERE job_id = ?)
+     ORDER BY id`,
+  ).all(jobId) as Array<RunColumns>).map(({ pid, hostname, heartbeat_at, last_sign, ...r }) => {
+    const gone = r.status === 'running' && !runMayBeAlive({ pid, hostname, heartbeat_at }, nowMs);
+    return {
+      ...r,
+      seconds: r.seconds === null ? null : round(r.seconds, 3),
+      limit: typeof r.limit === 'number' && Number.isInteger(r.limit) && r.limit > 0 ? r.limit : null,
+      process_gone: gone,
+      last_seen_at: gone ? last_sign : null,
+    };
+  });
 }
+
+/** A `runs` row as {@link readRuns} selects it. */
+type RunColumns = Omit<ReportRun, 'limit' | 'process_gone' | 'last_seen_at'> & {
+  limit: unknown;
+  pid: number | null;
+  hostname: string | null;
+  heartbeat_at: string | null;
+  last_sign: string | null;
+};
 
 // --- statistics -----------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@
  * an 800 px window to a laptop screen: charts and tables go to one column, long text wraps.
  */
 import { ROW_STATES, type RowState } from '../ledger/index.js';
-import { jobStatusLabel, runStatusLabel, settledAtCeiling, timelinePaced } from './_buckets.js';
+import { crashedJobNote, jobStatusLabel, runStatusLabel, settledAtCeiling, timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
 import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
 import {
@@ -146,6 +146,7 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
   const statsCells = (s: Stats, cell: (v: number | null) => string): string[] => [
     num(s.count), ...[s.min, s.median, s.p90, s.p95, s.p99, s.max, s.mean].map((v) => num(cell(v))),
   ];
+  const crashedNote = crashedJobNote(report);
   const exportAll = `quote-batch export --job ${job.id} --status ${problemStates(report).join(',')}`;
 
   const body = `
@@ -153,7 +154,7 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
   <h1>Job ${e(job.id)} <span class="status">${e(jobStatusLabel(report))}</span></h1>
   <p class="meta">input <code>${e(job.input_path)}</code> (${e(job.input_format)}) · mapping <code>${e(job.mapping_path)}</code></p>
   <p class="meta">${e(job.environment)} · ${e(job.operation)}${job.base_url === null ? '' : ` · <code>${e(job.base_url)}</code>`} · created ${e(formatTimestamp(job.created_at))} · finished ${e(formatTimestamp(job.finished_at))}</p>
-</header>
+${crashedNote === undefined ? '' : `  <p class="meta">stopped: ${e(crashedNote)}</p>\n`}</header>
 <section class="kpis">${kpis}</section>
 <h2>Errors by kind (${e(formatInteger(report.row_error_groups))})</h2>
 <p class="note">Rows ${e(ERROR_STATES.join(', '))}, grouped by state, error code and what went wrong, with row numbers, values and ids taken out — as the run summary and <code>quote-batch check</code> group them.

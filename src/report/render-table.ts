@@ -3,9 +3,9 @@
  * points (the terminal's width; {@link DEFAULT_TABLE_WIDTH} when output is not a terminal); ledger
  * text is stripped of control characters. Error kinds wrap rather than being cut.
  */
-import { formatErrorGroupLines } from '../error-groups.js';
+import { formatErrorGroupLines, wrapWords } from '../error-groups.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { jobStatusLabel, runStatusLabel, settledAtCeiling, timelinePaced } from './_buckets.js';
+import { crashedJobNote, jobStatusLabel, runStatusLabel, settledAtCeiling, timelinePaced } from './_buckets.js';
 import {
   cleanText, formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
   truncateStart, truncateText,
@@ -32,6 +32,8 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
   push(`  mapping   ${truncateStart(cleanText(job.mapping_path), width - 12)}`);
   push(`  target    ${cleanText(job.environment)} · ${cleanText(job.operation)}${job.base_url === null ? '' : ` · ${cleanText(job.base_url)}`}`);
   push(`  created   ${formatTimestamp(job.created_at)}   finished ${formatTimestamp(job.finished_at)}`);
+  const crashed = crashedJobNote(report);
+  if (crashed !== undefined) push(...wrapWords(crashed, width - 12, 3).map((line, i) => `  ${i === 0 ? 'stopped ' : '        '}  ${line}`));
 
   push('', `Rows: ${formatInteger(rows.total)} · success rate ${formatPercent(rows.success_rate)} · of sent ${formatPercent(rows.sent_success_rate)}`);
   const { sent: sentBefore, rejected: rejectedBefore } = rows.by_other_jobs;

@@ -71,6 +71,12 @@ export interface ReportJob {
   total_rows: number | null;
   created_at: string;
   finished_at: string | null;
+  /**
+   * True when the job is marked `running` but the process of its run is gone (killed or crashed
+   * without recording an end): no pid on this host, or no heartbeat for a minute from another. The
+   * next `run` (or `resolve`) records that run `crashed` and its rows in flight `in_doubt`.
+   */
+  process_gone: boolean;
 }
 
 export interface ReportRows {
@@ -179,10 +185,14 @@ export interface ReportRun {
   finished_at: string | null;
   status: RunStatus;
   tool_version: string;
-  /** `finished_at` (else last heartbeat) minus `started_at`, 3 decimals. */
+  /** `finished_at` (else its last sign of life: its latest sample or heartbeat) minus `started_at`, 3 decimals. */
   seconds: number | null;
   /** The run's `--limit` (it stopped after that many rows; `completed` then means it reached it), else null. */
   limit: number | null;
+  /** True for a run marked `running` whose process is gone (see {@link ReportJob.process_gone}). */
+  process_gone: boolean;
+  /** For such a run, its last sign of life (its latest sample or heartbeat); else null. */
+  last_seen_at: string | null;
 }
 
 /**

@@ -2,6 +2,7 @@
  * Every figure of a report computed again by plain SQL, written independently of
  * `src/report/build-report.ts`, so a test can hold the JSON report against it figure by figure.
  */
+import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
 
 type Db = Database.Database;
@@ -39,7 +40,7 @@ export function computeFiguresBySql(db: Db, jobId: number) {
   const job = db.prepare(
     `SELECT id, input_path, input_format, mapping_path, environment, operation, base_url, status, total_rows, created_at, finished_at
      FROM jobs WHERE id = ?`,
-  ).get(jobId);
+  ).get(jobId) as { status: string; process_gone?: boolean };
   const s = (state: string): number => one<number>(db, 'SELECT COUNT(*) FROM rows WHERE job_id = ? AND state = ?', jobId, state);
   const states = ['pending', 'in_flight', 'succeeded', 'rejected', 'agent_invalid', 'invalid', 'duplicate', 'failed', 'in_doubt'];
   const byState = Object.fromEntries(states.map((st) => [st, s(st)]));
@@ -85,12 +86,28 @@ export function computeFiguresBySql(db: Db, jobId: number) {
     jobId,
   );
   const done = total - s('pending') - s('in_flight');
+  // A run still marked running lasts until its latest sample or heartbeat; it is gone when neither its
+  // pid on this host nor a heartbeat of the last minute says it lives.
   const runs = (db.prepare(
-    `SELECT id, started_at, finished_at, status, tool_version,
-       (julianday(COALESCE(finished_at, heartbeat_at)) - julianday(started_at)) * 86400 AS seconds,
-       json_extract(options_json, '$.limit') AS "limit"
-     FROM runs WHERE job_id = ? ORDER BY id`,
-  ).all(jobId) as { seconds: number | null }[]).map((r) => ({ ...r, seconds: r.seconds === null ? null : round(r.seconds, 3) }));
+    `SELECT id, started_at, finished_at, status, tool_version, pid, hostname, heartbeat_at, last_sign,
+       (julianday(COALESCE(finished_at, last_sign)) - julianday(started_at)) * 86400 AS seconds, "limit"
+     FROM (SELECT *, (SELECT MAX(t) FROM (SELECT heartbeat_at AS t UNION ALL SELECT at FROM run_samples WHERE run_id = runs.id)) AS last_sign,
+             json_extract(options_json, '$.limit') AS "limit"
+           FROM runs WHERE job_id = ?)
+     ORDER BY id`,
+  ).all(jobId) as { seconds: number | null; status: string; pid: number | null; hostname: string | null; heartbeat_at: string | null; last_sign: string | null }[])
+    .map(({ pid, hostname: host, heartbeat_at: beat, last_sign: lastSign, ...r }) => {
+      const alive = host === hostname() && pid !== null ? pidAlive(pid) : beat !== null && Date.now() - Date.parse(beat) < 60_000;
+      const gone = r.status === 'running' && !alive;
+      return {
+        ...r,
+        seconds: r.seconds === null ? null : round(r.seconds, 3),
+        process_gone: gone,
+        last_seen_at: gone ? lastSign : null,
+      };
+    });
+  const running = runs.filter((r) => r.status === 'running');
+  job.process_gone = job.status === 'running' && running.length > 0 && running.every((r) => r.process_gone);
 
   return {
     job,
@@ -219,4 +236,13 @@ export function bucketPacesBySql(
     }
     return sums.map((b) => (b.n === 0 ? null : round(b.sum / b.n, 2)));
   });
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }

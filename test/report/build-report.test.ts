@@ -4,7 +4,7 @@ import {
   buildReport, computeHistogram, computeStats, flattenFigures, percentileOf, readProblemRows, renderCsv, renderHtml, renderTable,
   resolveJobId, DEFAULT_TABLE_WIDTH as TABLE_WIDTH, type Report,
 } from '../../src/report/index.js';
-import { jobStatusLabel } from '../../src/report/_buckets.js';
+import { crashedJobNote, jobStatusLabel, runStatusLabel } from '../../src/report/_buckets.js';
 import { QuoteBatchError } from '../../src/errors.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { buildEmptyJob } from '../fixtures/report/empty-job.js';
@@ -352,5 +352,32 @@ describe('the status of a job whose newest run had a --limit', () => {
     expect(jobStatusLabel(reportOf(null))).toBe('interrupted (run 1 stopped at --limit 1000)');
     // 200 rows read to the end under --limit 1000, some left failed: interrupted for that, not for the limit.
     expect(jobStatusLabel(reportOf(200))).toBe('interrupted');
+  });
+});
+
+describe('the status of a job whose run process is gone (killed, not yet recorded)', () => {
+  const run = (id: number, gone: boolean, seen: string | null = null) => ({
+    id, status: 'running', limit: null, started_at: '', finished_at: null, tool_version: '', seconds: null, process_gone: gone, last_seen_at: seen,
+  });
+  const reportOf = (processGone: boolean, runs: ReturnType<typeof run>[], inFlight = 2): Report => ({
+    job: { status: 'running', total_rows: null, process_gone: processGone },
+    rows: { by_state: { in_flight: inFlight } },
+    runs,
+  }) as unknown as Report;
+
+  it.each([
+    ['one run gone', reportOf(true, [run(1, true, '2026-11-26T12:50:30.123Z')]), "crashed (run 1's process is gone)",
+      'last sign of life 2026-11-26 12:50:30Z; the next run (or resolve) records it crashed and its 2 rows in flight in doubt'],
+    ['two runs gone, none seen, one row in flight', reportOf(true, [run(2, true), run(3, true)], 1), 'crashed (the processes of runs 2, 3 are gone)',
+      'the run stopped without recording it; the next run (or resolve) records it crashed and its 1 row in flight in doubt'],
+    ['alive', reportOf(false, [run(1, false)]), 'running', undefined],
+  ] as const)('%s', (_name, report, label, note) => {
+    expect(jobStatusLabel(report)).toBe(label);
+    expect(crashedJobNote(report)).toBe(note);
+  });
+
+  it('calls the run crashed, not yet recorded, only while its process is gone', () => {
+    expect(runStatusLabel(run(1, true) as unknown as Report['runs'][number])).toBe('crashed (not yet recorded)');
+    expect(runStatusLabel(run(1, false) as unknown as Report['runs'][number])).toBe('running');
   });
 });

@@ -4,13 +4,13 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import Database from 'better-sqlite3';
-import { buildReport, EXPORT_COLUMNS, type Report } from '../../src/report/index.js';
+import { buildReport, EXPORT_COLUMNS, type JobListing, type Report } from '../../src/report/index.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { createTempLedger, type TempLedger } from './_ledger.js';
 import { computeFiguresBySql, partnerBySql } from './_sql-figures.js';
@@ -237,5 +237,88 @@ describe('a run stopped at --limit, as the summary, report and jobs call it', ()
     expect(after).toMatch(/^quote-batch report · job 1 · completed\n/);
     expect(after).toMatch(/\n {7}1 {2}completed \(--limit 20\) +\d{4}-/);
     expect(after).toMatch(/\n {7}2 {2}completed +\d{4}-/);
+  });
+});
+
+describe('a job whose run was killed, as jobs and report show it before the next run', () => {
+  let dir: string;
+  const env = { QUOTE_BATCH_API_KEY: 'sandbox-key' };
+  const args = ['run', join(ROOT, 'samples/leads.csv'), '--mapping', join(ROOT, 'mappings/example-csv.yaml'), '--env', 'sandbox', '--quiet'];
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'qb-gone-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /**
+   * Leaves the ledger as a run killed with its rows 20 and 21 in flight leaves it: run and job
+   * `running`, signs of life as given (pid, host, heartbeat, a sample at `sampleAt`).
+   */
+  function leaveRunning(signs: { pid: number; hostname: string; heartbeatAt: string; sampleAt?: string }): void {
+    const db = new Database(join(dir, 'quote-batch.db'));
+    try {
+      db.prepare(`UPDATE jobs SET status = 'running', finished_at = NULL WHERE id = 1`).run();
+      db.prepare(`UPDATE runs SET status = 'running', finished_at = NULL, pid = ?, hostname = ?, heartbeat_at = ? WHERE id = 1`)
+        .run(signs.pid, signs.hostname, signs.heartbeatAt);
+      db.prepare(`UPDATE rows SET state = 'in_flight' WHERE job_id = 1 AND row_number IN (19, 20)`).run();
+      db.prepare('DELETE FROM run_samples WHERE run_id = 1').run();
+      if (signs.sampleAt !== undefined) {
+        db.prepare(`INSERT INTO run_samples (run_id, elapsed_ms, at, in_flight, attempts, throttled, errors, rows_done) VALUES (1, 60000, ?, 2, 0, 0, 0, 0)`)
+          .run(signs.sampleAt);
+      }
+    } finally {
+      db.close();
+    }
+  }
+  const jobsJson = (): JobListing[] => JSON.parse(cli(['jobs', '--format', 'json'], dir).stdout) as JobListing[];
+  const reportJson = (): Report => JSON.parse(cli(['report', '--format', 'json'], dir).stdout) as Report;
+
+  it('running while its process lives; crashed, with its last sign of life, once it is gone; recorded so by the next run', () => {
+    expect(cli([...args, '--limit', '20'], dir, env).code).toBe(3);
+    const host = hostname();
+    const recent = new Date(Date.now() - 5_000).toISOString();
+
+    // Alive: this very process, on this host.
+    leaveRunning({ pid: process.pid, hostname: host, heartbeatAt: recent });
+    expect(jobsJson().map((j) => [j.status, j.process_gone])).toEqual([['running', false]]);
+    expect(cli(['jobs'], dir).stdout).toMatch(/\n {3}1 running +sandbox/);
+    expect(cli(['jobs'], dir).stdout).not.toContain('crashed');
+    expect(cli(['report'], dir).stdout).toMatch(/^quote-batch report · job 1 · running\n/);
+    // From another host, alive while its heartbeat is fresh.
+    leaveRunning({ pid: process.pid, hostname: 'another-host.example', heartbeatAt: recent });
+    expect(jobsJson()[0]?.process_gone).toBe(false);
+
+    // Gone: a process that exited on this host (its sample is the last sign of life, after the heartbeat).
+    const exited = spawnSync(process.execPath, ['-e', '']).pid as number;
+    const sampleAt = new Date(Date.now() - 2_000).toISOString();
+    leaveRunning({ pid: exited, hostname: host, heartbeatAt: recent, sampleAt });
+    expect(jobsJson().map((j) => [j.status, j.process_gone])).toEqual([['running', true]]);
+    const table = cli(['jobs'], dir).stdout;
+    expect(table).toMatch(/\n {3}1 crashed +sandbox +quote +20 +15 +3 +2\+ \d{4}-/);
+    expect(table).toContain("\ncrashed: the run was killed or crashed before it could record it (its process is gone);\n"
+      + '         the next run (or resolve) records it and puts its rows in flight in doubt\n');
+    const report = reportJson();
+    expect(report.job).toMatchObject({ status: 'running', process_gone: true });
+    expect(report.runs.map((r) => [r.status, r.process_gone, r.last_seen_at])).toEqual([['running', true, sampleAt]]);
+    const text = cli(['report'], dir).stdout;
+    expect(text).toMatch(/^quote-batch report · job 1 · crashed \(run 1's process is gone\)\n/);
+    // The note wraps at the table's 100 columns, under its label.
+    expect(text.replace(/\n {12}/g, ' ')).toContain(`\n  stopped   last sign of life ${sampleAt.replace('T', ' ').replace(/\.\d+Z$/, 'Z')}; the next run (or resolve) records it crashed and its 2 rows in flight in doubt\n\nRows: `);
+    expect(text).toMatch(/\n {7}1 {2}crashed \(not yet recorded\) +\d{4}-/);
+    const html = cli(['report', '--format', 'html'], dir).stdout;
+    expect(html).toContain('<span class="status">crashed (run 1&#39;s process is gone)</span>');
+    expect(html).toContain('<p class="meta">stopped: last sign of life ');
+    // From another host: gone once its heartbeat is a minute old.
+    leaveRunning({ pid: process.pid, hostname: 'another-host.example', heartbeatAt: new Date(Date.now() - 120_000).toISOString() });
+    expect(jobsJson()[0]?.process_gone).toBe(true);
+
+    // The next run records what jobs and report announced: run 1 crashed, its two rows in doubt.
+    const next = cli(args, dir, env);
+    expect(next.stdout).toContain('\njob 1: run 2 unfinished\n');
+    expect(next.stdout).toContain('\n  in_doubt              2 ');
+    expect(jobsJson().map((j) => [j.status, j.process_gone, j.in_doubt])).toEqual([['interrupted', false, 2]]);
+    const after = reportJson();
+    expect(after.job.process_gone).toBe(false);
+    expect(after.runs.map((r) => [r.status, r.process_gone, r.last_seen_at])).toEqual([['crashed', false, null], ['completed', false, null]]);
+    expect(cli(['jobs'], dir).stdout).not.toContain('crashed');
   });
 });
