@@ -1,6 +1,6 @@
 /**
  * Whether the process of a run the ledger still marks `running` may be alive, from the run's own
- * signs of life: its pid when it ran on this host, else its heartbeat (a run writes one every 10 s).
+ * signs of life: its pid when it ran on this host, and its heartbeat (a run writes one every 10 s).
  *
  * The job lock (`_job-lock.ts`) is what decides whether a job may be taken. This is for what cannot
  * take the lock: a read-only `jobs` or `report` must not hold a job's lock even for a moment (a run
@@ -49,8 +49,11 @@ function isZombie(pid: number): boolean {
 }
 
 /**
- * True when the run's process may still be alive: on this host, while its pid exists; from another
- * host (or without a pid), while its last heartbeat is under {@link STALE_HEARTBEAT_MS} old.
+ * True when the run's process may still be alive: its pid runs on this host (a pid reused by another
+ * program counts), or it wrote a heartbeat in the last {@link STALE_HEARTBEAT_MS}. The heartbeat
+ * counts on this host too: a process in another container that shares the host's name (`--network
+ * host`) has a pid this one cannot see. So a killed run reads as gone one minute after its last
+ * heartbeat (50–60 s after the kill), and stays `running` for good only while its pid is reused.
  */
 export function runMayBeAlive(
   run: RunSignsOfLife,
@@ -58,7 +61,7 @@ export function runMayBeAlive(
   thisHost: string = hostname(),
   exists: (pid: number) => boolean = pidExists,
 ): boolean {
-  if (run.hostname === thisHost && run.pid !== null && Number.isInteger(run.pid) && run.pid > 0) return exists(run.pid);
+  if (run.hostname === thisHost && run.pid !== null && Number.isInteger(run.pid) && run.pid > 0 && exists(run.pid)) return true;
   if (run.heartbeat_at === null) return false;
   const beat = Date.parse(run.heartbeat_at);
   return Number.isFinite(beat) && nowMs - beat < STALE_HEARTBEAT_MS;

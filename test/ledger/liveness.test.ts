@@ -16,8 +16,10 @@ describe('runMayBeAlive', () => {
   const live = new Set([4242]);
   const exists = (pid: number): boolean => live.has(pid);
   it.each([
-    ['this host, its pid alive, heartbeat long stale (pid decides)', { pid: 4242, hostname: HERE, heartbeat_at: ago(3_600_000) }, true],
-    ['this host, its pid gone, heartbeat just now (pid decides)', { pid: 4343, hostname: HERE, heartbeat_at: ago(1_000) }, false],
+    ['this host, its pid alive, heartbeat long stale (the pid says alive)', { pid: 4242, hostname: HERE, heartbeat_at: ago(3_600_000) }, true],
+    ['this host, its pid not seen, heartbeat 5 s ago (another container sharing the host name?)', { pid: 4343, hostname: HERE, heartbeat_at: ago(5_000) }, true],
+    ['this host, its pid not seen, heartbeat at the limit', { pid: 4343, hostname: HERE, heartbeat_at: ago(STALE_HEARTBEAT_MS) }, false],
+    ['this host, its pid not seen, no heartbeat', { pid: 4343, hostname: HERE, heartbeat_at: null }, false],
     ['another host, heartbeat 5 s ago', { pid: 4343, hostname: 'host-b', heartbeat_at: ago(5_000) }, true],
     ['another host, heartbeat just under the limit', { pid: 4343, hostname: 'host-b', heartbeat_at: ago(STALE_HEARTBEAT_MS - 1) }, true],
     ['another host, heartbeat at the limit', { pid: 4343, hostname: 'host-b', heartbeat_at: ago(STALE_HEARTBEAT_MS) }, false],
@@ -25,7 +27,7 @@ describe('runMayBeAlive', () => {
     ['another host, heartbeat unreadable', { pid: 4242, hostname: 'host-b', heartbeat_at: 'yesterday' }, false],
     ['this host, no pid recorded: the heartbeat decides (fresh)', { pid: null, hostname: HERE, heartbeat_at: ago(5_000) }, true],
     ['this host, no pid recorded: the heartbeat decides (stale)', { pid: null, hostname: HERE, heartbeat_at: ago(120_000) }, false],
-    ['this host, pid 0 (would signal our own group): the heartbeat decides', { pid: 0, hostname: HERE, heartbeat_at: ago(120_000) }, false],
+    ['this host, pid 0 (signal 0 would reach our own group): the heartbeat decides', { pid: 0, hostname: HERE, heartbeat_at: ago(120_000) }, false],
     ['no host recorded: the heartbeat decides', { pid: 4242, hostname: null, heartbeat_at: ago(120_000) }, false],
   ] as const)('%s', (_name, run, expected) => {
     expect(runMayBeAlive(run, NOW, HERE, exists)).toBe(expected);

@@ -287,10 +287,14 @@ describe('a job whose run was killed, as jobs and report show it before the next
     leaveRunning({ pid: process.pid, hostname: 'another-host.example', heartbeatAt: recent });
     expect(jobsJson()[0]?.process_gone).toBe(false);
 
-    // Gone: a process that exited on this host (its sample is the last sign of life, after the heartbeat).
+    // A pid this host does not see, with a fresh heartbeat: maybe a container that shares the host's name.
     const exited = spawnSync(process.execPath, ['-e', '']).pid as number;
-    const sampleAt = new Date(Date.now() - 2_000).toISOString();
-    leaveRunning({ pid: exited, hostname: host, heartbeatAt: recent, sampleAt });
+    leaveRunning({ pid: exited, hostname: host, heartbeatAt: recent });
+    expect(jobsJson()[0]?.process_gone).toBe(false);
+
+    // Gone: a process that exited on this host, no heartbeat for a minute (its last sample, later, is its last sign of life).
+    const sampleAt = new Date(Date.now() - 61_000).toISOString();
+    leaveRunning({ pid: exited, hostname: host, heartbeatAt: new Date(Date.now() - 70_000).toISOString(), sampleAt });
     expect(jobsJson().map((j) => [j.status, j.process_gone])).toEqual([['running', true]]);
     const table = cli(['jobs'], dir).stdout;
     expect(table).toMatch(/\n {3}1 crashed +sandbox +quote +20 +15 +3 +2\+ \d{4}-/);

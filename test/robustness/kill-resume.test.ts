@@ -127,7 +127,11 @@ describe('killed runs resume at once; live runs keep their job', () => {
     process.kill(pid, 'SIGKILL');
     await waitFor(() => /State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, 'utf8')), 10_000, 10);
     expect(() => process.kill(pid, 0)).not.toThrow(); // what fooled the pid check: a zombie "exists"
-    // Before any run notices, jobs and report already show the run's process gone, not `running`.
+    // Before any run notices, jobs and report show the run's process gone, not `running`, once it has
+    // written no heartbeat for a minute (aged here, as if read next morning): the zombie's pid does not count.
+    const aged = new Database(ledgerPath);
+    aged.prepare(`UPDATE runs SET heartbeat_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-70 seconds') WHERE status = 'running'`).run();
+    aged.close();
     const jobs = await runCli(['jobs', '--ledger', ledgerPath, '--format', 'json'], opts());
     expect((JSON.parse(jobs.stdout) as { status: string; process_gone: boolean }[]).map((j) => [j.status, j.process_gone])).toEqual([['running', true]]);
     expect((await runCli(['report', '--ledger', ledgerPath], opts())).stdout).toMatch(/^quote-batch report · job 1 · crashed \(run 1's process is gone\)\n/);
