@@ -5,8 +5,8 @@
  * The job lock (`_job-lock.ts`) is what decides whether a job may be taken. This is for what cannot
  * take the lock: a read-only `jobs` or `report` must not hold a job's lock even for a moment (a run
  * starting then would find the job taken and exit 4), and the ledger's check of a lock file deleted
- * by hand. A zombie is dead; a pid reused by another process reads as alive: that error falls on the
- * side of `running`.
+ * by hand (`Ledger.mayHoldDeletedLock`, which lets the pid alone decide on this host). A zombie is
+ * dead; a pid reused by another process reads as alive: that error falls on the side of `running`.
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -48,6 +48,18 @@ function isZombie(pid: number): boolean {
   return state === 'Z' || state === 'X';
 }
 
+/** True when the run wrote a heartbeat less than {@link STALE_HEARTBEAT_MS} before `nowMs`. */
+export function heartbeatIsFresh(run: RunSignsOfLife, nowMs: number = Date.now()): boolean {
+  if (run.heartbeat_at === null) return false;
+  const beat = Date.parse(run.heartbeat_at);
+  return Number.isFinite(beat) && nowMs - beat < STALE_HEARTBEAT_MS;
+}
+
+/** True when the run ran on this host and recorded a pid that can be checked (0 or less would signal a group). */
+export function ranHere(run: RunSignsOfLife, thisHost: string = hostname()): run is RunSignsOfLife & { pid: number } {
+  return run.hostname === thisHost && run.pid !== null && Number.isInteger(run.pid) && run.pid > 0;
+}
+
 /**
  * True when the run's process may still be alive: its pid runs on this host (a pid reused by another
  * program counts), or it wrote a heartbeat in the last {@link STALE_HEARTBEAT_MS}. The heartbeat
@@ -61,8 +73,5 @@ export function runMayBeAlive(
   thisHost: string = hostname(),
   exists: (pid: number) => boolean = pidExists,
 ): boolean {
-  if (run.hostname === thisHost && run.pid !== null && Number.isInteger(run.pid) && run.pid > 0 && exists(run.pid)) return true;
-  if (run.heartbeat_at === null) return false;
-  const beat = Date.parse(run.heartbeat_at);
-  return Number.isFinite(beat) && nowMs - beat < STALE_HEARTBEAT_MS;
+  return (ranHere(run, thisHost) && exists(run.pid)) || heartbeatIsFresh(run, nowMs);
 }

@@ -11,7 +11,7 @@ import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import type { AttemptRecord } from '../partner/types.js';
 import { jobLockPath, tryAcquireJobLock, type JobLock } from './_job-lock.js';
-import { runMayBeAlive } from './_liveness.js';
+import { heartbeatIsFresh, pidExists, ranHere } from './_liveness.js';
 import { openDatabase } from './_open.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
@@ -96,7 +96,8 @@ export class Ledger {
   private mayHoldDeletedLock(jobId: number, fileCreatedMs: number): boolean {
     const run = this.stmts.lastRunningRun.get(jobId) as RunRecord | undefined;
     if (run === undefined || fileCreatedMs <= Date.parse(run.started_at) + CLOCK_SLACK_MS) return false;
-    return runMayBeAlive(run);
+    // On this host the pid decides, so a job whose lock file was deleted after a kill is free at once.
+    return ranHere(run) ? pidExists(run.pid) : heartbeatIsFresh(run);
   }
 
   unlockJob(jobId: number): void {
