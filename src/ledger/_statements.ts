@@ -57,11 +57,13 @@ export const SQL = {
   // makes every read slower than the last on a large file.
   hasRowKey:
     `SELECT 1 FROM rows INDEXED BY rows_key WHERE job_id = ? AND row_key = ? AND state NOT IN ('duplicate', 'invalid') LIMIT 1`,
+  // Every candidate, earliest job first: a duplicate one counts only if what it points to still does (Ledger.sentByOtherJob).
   sentByOtherJob:
-    `SELECT r.job_id, r.row_number, r.state FROM rows r INDEXED BY rows_key_job JOIN jobs j ON j.id = r.job_id
+    `SELECT r.job_id, r.row_number, r.state, r.error_message, r.sent_by_job, r.sent_by_row FROM rows r INDEXED BY rows_key_job JOIN jobs j ON j.id = r.job_id
      WHERE r.row_key = ? AND r.job_id != ? AND j.environment = ? AND j.operation = ? AND r.row_key != 'row-' || r.row_number
        AND (r.state IN ('succeeded', 'in_doubt', 'in_flight') OR (r.state = 'duplicate' AND r.error_code = 'sent_by_other_job'))
-     ORDER BY r.job_id LIMIT 1`,
+     ORDER BY r.job_id`,
+  sentByRow: 'SELECT state, error_code, error_message, sent_by_job, sent_by_row FROM rows WHERE job_id = ? AND row_number = ?',
   hasOtherJob: 'SELECT 1 FROM jobs WHERE environment = ? AND operation = ? AND id != ? LIMIT 1',
   rejectedByOtherJob:
     `SELECT r.job_id, r.row_number, r.http_status, r.error_code, r.error_message FROM rows r INDEXED BY rows_key_job JOIN jobs j ON j.id = r.job_id
@@ -69,9 +71,9 @@ export const SQL = {
      ORDER BY r.job_id DESC LIMIT 1`,
   insertRow:
     `INSERT INTO rows (job_id, row_number, row_key, agent_email, state, error_code, error_message, input_issues_json,
-       source_offset, source_line, updated_at)
+       source_offset, source_line, updated_at, sent_by_job, sent_by_row)
      VALUES (@job_id, @row_number, @row_key, @agent_email, @state, @error_code, @error_message, @input_issues_json,
-       @source_offset, @source_line, @updated_at)`,
+       @source_offset, @source_line, @updated_at, @sent_by_job, @sent_by_row)`,
   markInFlight:
     `UPDATE rows SET state = 'in_flight', agent_id = COALESCE(?, agent_id), request_json = ?, request_sha256 = ?, updated_at = ?
      WHERE job_id = ? AND row_number = ?`,
@@ -80,7 +82,8 @@ export const SQL = {
        http_status = @http_status, error_code = @error_code, error_message = @error_message,
        transaction_id = @transaction_id, quote_number = @quote_number, total_premium = @total_premium,
        input_issues_json = COALESCE(@input_issues_json, input_issues_json),
-       request_json = COALESCE(@request_json, request_json), response_json = @response_json, updated_at = @updated_at
+       request_json = COALESCE(@request_json, request_json), response_json = @response_json, updated_at = @updated_at,
+       sent_by_job = @sent_by_job, sent_by_row = @sent_by_row
      WHERE job_id = @job_id AND row_number = @row_number`,
   putBack:
     `UPDATE rows SET state = ?, attempts = attempts + ?, updated_at = ? WHERE job_id = ? AND row_number = ?`,

@@ -16,12 +16,35 @@ import { openDatabase } from './_open.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
 import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from './schema.js';
-import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
+import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowOutcome, RunRecord, RunSample, SentRow, SentRowRef } from './types.js';
 
 export const now = (): string => new Date().toISOString();
 
 /** The time stamps compared come from two clocks (file system, process): allow this much. */
 const CLOCK_SLACK_MS = 1000;
+/** Most `sent_by_other_job` rows followed from one to the row that sent the lead (a chain of jobs of one lead). */
+const MAX_SENT_BY_HOPS = 64;
+
+/** `rows.sent_by_job`, `sent_by_row`: where a `sent_by_other_job` row found its lead sent (null before schema version 6). */
+interface SentByColumns {
+  error_message: string | null;
+  sent_by_job: number | null;
+  sent_by_row: number | null;
+}
+
+/**
+ * The end of a `sent_by_other_job` row's message (pipeline/other-jobs.ts): `… by job 3 (its row 12,
+ * in_doubt); not sent again (--resend-sent sends it)`. Anchored at the end: the row key before it
+ * may hold anything.
+ */
+const SENT_BY_MESSAGE = /by (?:a job before )?job (\d+) \(its row (\d+), (?:succeeded|in_doubt|in_flight|duplicate)\); not sent again \(--resend-sent sends it\)$/;
+
+/** Where a `sent_by_other_job` row found its lead sent: its columns, or for a row written before schema version 6, its message. */
+function sentByOf(row: SentByColumns): SentRowRef | undefined {
+  if (row.sent_by_job !== null && row.sent_by_row !== null) return { job_id: row.sent_by_job, row_number: row.sent_by_row };
+  const match = row.error_message === null ? null : SENT_BY_MESSAGE.exec(row.error_message);
+  return match === null ? undefined : { job_id: Number(match[1]), row_number: Number(match[2]) };
+}
 
 export class Ledger {
   readonly path: string;
@@ -299,11 +322,41 @@ export class Ledger {
    * A row of another job of this environment and operation with this key whose lead reached the
    * partner (`succeeded`) or may have (`in_doubt`, or `in_flight`: that job runs now, or was killed),
    * or that a later job found sent (`duplicate`, `sent_by_other_job`: it still counts once the job
-   * that sent it is pruned); the earliest. Keys made from a row number (`row-<n>`, when the mapping
-   * names no key) say nothing across files and never match.
+   * that sent it is pruned); the earliest. A duplicate counts only while the row it found sent still
+   * counts (or is gone with a pruned job): one whose only evidence was a row since resolved `pending`
+   * (the partner never had the lead; that row may be this job's own) does not. Keys made from a row
+   * number (`row-<n>`, when the mapping names no key) say nothing across files and never match.
    */
   sentByOtherJob(jobId: number, environment: string, operation: string, rowKey: string): SentRow | undefined {
-    return this.stmts.sentByOtherJob.get(boundKey(rowKey), jobId, environment, operation) as SentRow | undefined;
+    for (const row of this.stmts.sentByOtherJob.iterate(boundKey(rowKey), jobId, environment, operation) as Iterable<SentRow & SentByColumns>) {
+      if (row.state !== 'duplicate' || this.evidenceHolds(row, jobId)) return { job_id: row.job_id, row_number: row.row_number, state: row.state };
+    }
+    return undefined;
+  }
+
+  /**
+   * Follows a `sent_by_other_job` row to the row it found sent: true while that still shows the lead
+   * sent. Never when it leads back to job `askingJobId`: what that job did with the lead is no
+   * evidence against its sending it (its row may be the very one being marked `in_flight` now).
+   */
+  private evidenceHolds(duplicate: SentByColumns, askingJobId: number): boolean {
+    let next = duplicate;
+    const seen = new Set<string>();
+    for (let hops = 0; hops < MAX_SENT_BY_HOPS; hops += 1) {
+      const ref = sentByOf(next);
+      // Nothing to follow (a message cut short before schema version 6): it counts, as it did.
+      if (ref === undefined) return true;
+      const at = `${ref.job_id}:${ref.row_number}`;
+      if (ref.job_id === askingJobId || seen.has(at)) return false;
+      seen.add(at);
+      const origin = this.stmts.sentByRow.get(ref.job_id, ref.row_number) as (SentByColumns & { state: RowState; error_code: string | null }) | undefined;
+      // Gone with a pruned job: what it recorded stands.
+      if (origin === undefined) return true;
+      if (origin.state === 'succeeded' || origin.state === 'in_doubt' || origin.state === 'in_flight') return true;
+      if (origin.state !== 'duplicate' || origin.error_code !== 'sent_by_other_job') return false;
+      next = origin;
+    }
+    return true;
   }
 
   /** True when the ledger holds a job of this environment and operation other than `jobId`. */
@@ -339,6 +392,8 @@ export class Ledger {
         source_offset: row.sourceOffset ?? null,
         source_line: row.sourceLine ?? null,
         updated_at: at,
+        sent_by_job: row.sentBy?.job_id ?? null,
+        sent_by_row: row.sentBy?.row_number ?? null,
       });
     }
   }
@@ -393,6 +448,8 @@ export class Ledger {
       request_json: boundJson(outcome.requestJson ?? null),
       response_json: boundJson(outcome.responseJson ?? null),
       updated_at: now(),
+      sent_by_job: outcome.sentBy?.job_id ?? null,
+      sent_by_row: outcome.sentBy?.row_number ?? null,
     });
     for (const attempt of attempts) this.insertAttemptRow(jobId, runId, rowNumber, attempt, null);
   }

@@ -240,6 +240,14 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE rows ADD COLUMN request_sha256 TEXT;
   ALTER TABLE run_samples ADD COLUMN in_flight_max INTEGER;
   `,
+  // 6: rows.sent_by_job, sent_by_row: for a row recorded duplicate because another job sent (or may
+  // have sent) its lead, that job's row. A later lookup follows it, so that a row whose only evidence
+  // was a row since resolved `pending` (the partner never had the lead) is not evidence any more;
+  // rows written before (null) count as they did.
+  `
+  ALTER TABLE rows ADD COLUMN sent_by_job INTEGER;
+  ALTER TABLE rows ADD COLUMN sent_by_row INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

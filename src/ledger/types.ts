@@ -75,6 +75,14 @@ export interface NewRow {
   /** Where the row's record starts in the (decoded) input: byte offset and line. */
   sourceOffset?: number | null;
   sourceLine?: number | null;
+  /** For a row recorded duplicate because another job sent its lead: that job's row. */
+  sentBy?: SentRowRef | null;
+}
+
+/** A row of a job: where a `sent_by_other_job` duplicate found its lead sent. */
+export interface SentRowRef {
+  job_id: number;
+  row_number: number;
 }
 
 /** One second of a run, for `run_samples` (see migrations 3 and 4). */
@@ -105,6 +113,8 @@ export interface RowOutcome {
   inputIssuesJson?: string | null;
   requestJson?: string | null;
   responseJson?: string | null;
+  /** For a row recorded duplicate because another job sent its lead: that job's row. */
+  sentBy?: SentRowRef | null;
   /** Attempts made by this call; added to the row's running total. */
   attempts: number;
 }

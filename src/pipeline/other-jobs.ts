@@ -19,7 +19,7 @@
  * `error_message` holds the key.
  */
 import { createHash } from 'node:crypto';
-import type { Ledger, RejectedRow, SentRow } from '../ledger/index.js';
+import type { Ledger, RejectedRow, SentRow, SentRowRef } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import type { MappedRow } from '../mapping/index.js';
 import type { Environment, Operation } from '../partner/types.js';
@@ -118,8 +118,12 @@ function sentMessage(rowKey: string, sent: SentRow): string {
 }
 
 /** What a row found sent by another job is recorded with, when it is read and when it is marked alike. */
-export function sentByOtherJob(rowKey: string, sent: SentRow): { state: 'duplicate'; errorCode: 'sent_by_other_job'; errorMessage: string } {
-  return { state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: bounded(sentMessage(rowKey, sent)) };
+export function sentByOtherJob(rowKey: string, sent: SentRow): { state: 'duplicate'; errorCode: 'sent_by_other_job'; errorMessage: string; sentBy: SentRowRef } {
+  return {
+    state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: bounded(sentMessage(rowKey, sent)),
+    // Followed by later lookups: this row counts only while that one does.
+    sentBy: { job_id: sent.job_id, row_number: sent.row_number },
+  };
 }
 
 function isRowNumberKey(mapped: MappedRow): boolean {

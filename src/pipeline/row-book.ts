@@ -73,7 +73,7 @@ export class RowBook {
     if (previous !== undefined) {
       // A row recorded earlier that can no longer be read (e.g. a smaller --max-record limit).
       this.ledger.recordOutcome(this.jobId, this.runId, row.rowNumber, {
-        state: row.state, attempts: 0, errorCode: row.errorCode ?? null, errorMessage: row.errorMessage ?? null,
+        state: row.state, attempts: 0, errorCode: row.errorCode ?? null, errorMessage: row.errorMessage ?? null, sentBy: row.sentBy ?? null,
       }, []);
       this.transition(previous, row.state, row.rowNumber);
       return;

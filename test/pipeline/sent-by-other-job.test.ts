@@ -10,6 +10,7 @@ import type { SandboxHandle } from '../../src/sandbox/index.js';
 import Database from 'better-sqlite3';
 import { Ledger } from '../../src/ledger/index.js';
 import { SQL } from '../../src/ledger/_statements.js';
+import { sentByOtherJob } from '../../src/pipeline/other-jobs.js';
 import type { Environment, Operation } from '../../src/partner/types.js';
 import { runCli } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -119,6 +120,40 @@ describe('rows another job already sent', () => {
     expect(resumed.stderr.match(/its lead was already sent to the partner by job 1/g)).toHaveLength(1);
   });
 
+  it('uat: rows job 2 found only in doubt in job 1, which ops then resolve `pending` there, are sent by job 1 next run', async () => {
+    // Night 1 ended with rows 1-3 in doubt (a reset after sending); the partner never had their leads.
+    expect((await run(SAMPLE_CSV, 'uat')).code).toBe(1);
+    const db = new Database(tmp.path('l.db'));
+    db.prepare(`UPDATE rows SET state = 'in_doubt', error_code = 'ECONNRESET' WHERE job_id = 1 AND row_number IN (1, 2, 3)`).run();
+    db.prepare(`UPDATE jobs SET status = 'interrupted', finished_at = NULL WHERE id = 1`).run();
+    sandbox.reset();
+    // Night 2, before anyone settled night 1: those three may have been sent, so they are not sent.
+    expect((await run(fixedInPlace(), 'uat')).code).toBe(1);
+    const duplicates = db.prepare(`SELECT row_number, error_message, sent_by_job, sent_by_row FROM rows WHERE job_id = 2 AND row_number IN (1, 2, 3) ORDER BY row_number`).all();
+    expect(duplicates).toEqual([1, 2, 3].map((n) => ({
+      row_number: n, sent_by_job: 1, sent_by_row: n, error_message: expect.stringMatching(new RegExp(`may already have been sent to the partner by job 1 \\(its row ${n}, in_doubt\\)`)),
+    })));
+    expect(sandbox.stats().operations.quote.received).toBe(1); // row 17, fixed
+    // Ops ask the partner: rows 1 and 2 never arrived, row 3 did.
+    const resolved = await runCli(['resolve', '--ledger', tmp.path('l.db'), '--job', '1', '--rows', '1,2', '--as', 'pending', '--note', 'partner: not received'], { cwd: tmp.dir });
+    expect(resolved.code, resolved.stderr).toBe(0);
+    expect((await runCli(['resolve', '--ledger', tmp.path('l.db'), '--job', '1', '--rows', '3', '--as', 'succeeded'], { cwd: tmp.dir })).code).toBe(0);
+    // Job 2's duplicates of rows 1 and 2 pointed at rows now pending: they are no evidence, and job 1 sends both.
+    const again = await run(SAMPLE_CSV, 'uat');
+    expect(again.code, again.stderr).toBe(1); // completed; the samples' rows to fix
+    expect(sandbox.stats().operations.quote.received).toBe(3);
+    expect(Object.keys(sandbox.stats().leads)).toHaveLength(3);
+    expect(sandbox.stats().duplicateLeads).toEqual([]);
+    const job1 = readLedger(tmp.path('l.db'), 1);
+    expect(job1.rows.filter((r) => r.row_number <= 3).map((r) => r.state)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    expect(job1.jobs.find((j) => j.id === 1)?.status).toBe('completed');
+    // And a third job finds them sent, through job 1's rows now.
+    const third = await run(fixedInPlace(), 'uat', ['--fresh']);
+    expect(third.code, third.stderr).toBe(1);
+    expect(sandbox.stats().operations.quote.received).toBe(3);
+    db.close();
+  });
+
   it('sandbox: the rows are sent again, with one warning that uat and production would not send them', async () => {
     const first = await run(SAMPLE_CSV, 'sandbox');
     expect(first.code, first.stderr).toBe(1);
@@ -133,6 +168,56 @@ describe('rows another job already sent', () => {
 
 describe('Ledger: rows of other jobs', () => {
   const tmp = useTempDir();
+
+  it('counts a row recorded sent_by_other_job only while the row it found sent still counts', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    try {
+      const job = (n: number): number => ledger.createJob({
+        input_path: `/in/${n}.csv`, input_sha256: `in-${n}`, input_format: 'csv', mapping_path: '/m.yaml', mapping_sha256: 'm',
+        environment: 'uat', operation: 'quote', base_url: 'http://127.0.0.1:1',
+      }).id;
+      const [one, two, three, four] = [job(1), job(2), job(3), job(4)] as [number, number, number, number];
+      const find = (jobId: number, key: string) => ledger.sentByOtherJob(jobId, 'uat', 'quote', key);
+      const setState = (jobId: number, row: number, state: string) =>
+        ledger.db.prepare('UPDATE rows SET state = ? WHERE job_id = ? AND row_number = ?').run(state, jobId, row);
+      // Job 1 left row 1 in doubt; job 2 found it so (a chain: job 3 found job 2's row).
+      ledger.insertRows(one, [{ rowNumber: 1, rowKey: 'k', agentEmail: null, state: 'in_doubt' }]);
+      const dup = (sentBy: { job_id: number; row_number: number } | null, message: string | null = null) =>
+        ({ rowNumber: 1, rowKey: 'k', agentEmail: null, state: 'duplicate' as const, errorCode: 'sent_by_other_job', errorMessage: message, sentBy });
+      ledger.insertRows(two, [dup({ job_id: one, row_number: 1 })]);
+      ledger.insertRows(three, [dup({ job_id: two, row_number: 1 })]);
+      expect(find(four, 'k')).toEqual({ job_id: one, row_number: 1, state: 'in_doubt' });
+      expect(find(one, 'k')).toBeUndefined();
+      // Resolved pending there: the partner never had it. No row counts, for job 1 itself nor any other.
+      setState(one, 1, 'pending');
+      expect(find(one, 'k')).toBeUndefined();
+      expect(find(four, 'k')).toBeUndefined();
+      // Sent at last by job 1: its row counts again, and so do the rows that point to it.
+      setState(one, 1, 'succeeded');
+      expect(find(four, 'k')).toEqual({ job_id: one, row_number: 1, state: 'succeeded' });
+      // For job 1 itself, rows that lead back to its own are no evidence: its own rows are its own business.
+      expect(find(one, 'k')).toBeUndefined();
+      setState(one, 1, 'in_flight'); // as when job 1 marks it, in the transaction that looks again
+      expect(find(one, 'k')).toBeUndefined();
+      expect(find(four, 'k')).toEqual({ job_id: one, row_number: 1, state: 'in_flight' });
+      // Job 1 pruned: what job 2 recorded stands (the lead was sent).
+      ledger.db.prepare('DELETE FROM rows WHERE job_id = ?').run(one);
+      expect(find(four, 'k')).toEqual({ job_id: two, row_number: 1, state: 'duplicate' });
+      // A ring of duplicates pointing at one another is no evidence.
+      ledger.insertRows(one, [dup({ job_id: three, row_number: 1 })]); // 1 → 3 → 2 → 1
+      expect(find(four, 'k')).toBeUndefined();
+      // Rows written before schema version 6 point by their message; one whose message says nothing counts, as before.
+      ledger.insertRows(four, [{ rowNumber: 5, rowKey: 'old', agentEmail: null, state: 'pending' }]);
+      const message = sentByOtherJob('old', { job_id: four, row_number: 5, state: 'in_doubt' }).errorMessage;
+      ledger.insertRows(two, [{ ...dup(null, message), rowNumber: 8, rowKey: 'old' }, { ...dup(null), rowNumber: 9, rowKey: 'older' }]);
+      expect(find(three, 'old')).toBeUndefined(); // job 4's row 5 is pending
+      setState(four, 5, 'in_doubt');
+      expect(find(three, 'old')).toEqual({ job_id: two, row_number: 8, state: 'duplicate' });
+      expect(find(three, 'older')).toEqual({ job_id: two, row_number: 9, state: 'duplicate' });
+    } finally {
+      ledger.close();
+    }
+  });
 
   it('finds a key another job of the same environment and operation sent, or may have sent; and a request it had rejected', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
