@@ -199,6 +199,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         duration_ms: Math.round(result.durationMs), halt_reason: result.haltReason, settled_limit: result.settledLimit, settled_pace: result.settledPace, ...result.counts,
         // Of the duplicate and rejected rows: those another job had sent, or whose request it had had rejected.
         sent_by_other_job: result.byOtherJobs.sent, rejected_by_other_job: result.byOtherJobs.rejected,
+        // Of sent_by_other_job: rows whose lead is only in doubt in that other job (settled there).
+        in_doubt_in_other_job: result.byOtherJobs.in_doubt_there,
       };
       // The summary's level says whether the job is done: info when completed, warn when not.
       if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result)}`, fields);

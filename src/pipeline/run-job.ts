@@ -101,7 +101,7 @@ export interface RunJobResult {
   /** `--concurrency`: the most the run could allow. */
   ceiling: number;
   /** Rows another job had sent (duplicate) or had had rejected (rejected), so that this job did not send them. */
-  byOtherJobs: { sent: number; rejected: number };
+  byOtherJobs: ReturnType<typeof readRowsByOtherJobs>;
   /** Requests per second the run was paced at by its end (a rate cap the partner showed); null when it was not pacing. */
   settledPace: number | null;
   durationMs: number;

@@ -93,6 +93,13 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
       `their leads to ${job.environment} (a changed input or mapping, or --fresh, makes a new job). List them with`,
       `  quote-batch export --ledger ${ledger.path} --job ${job.id} --status duplicate --format source --out sent-before.${job.input_format}`,
       'and to send some all the same, keep those rows in that file and run it with --resend-sent.');
+    const { in_doubt_there: doubtful, in_doubt_jobs: doubtJobs } = result.byOtherJobs;
+    if (doubtful > 0) {
+      const there = doubtJobs.length === 1 ? `job ${doubtJobs[0]}` : `jobs ${doubtJobs.join(', ')}`;
+      lines.push(`Of those, ${doubtful} only may have been sent: their rows are in doubt in ${there}. Settle them there`,
+        `  quote-batch resolve --ledger ${ledger.path} --job ${doubtJobs[0]} --rows <n,...> --as succeeded|pending`,
+        `(pending: the partner never had the lead, and the next run of ${there} sends it).`);
+    }
   }
   if (rejectedBefore > 0) {
     lines.push('', `${rejectedBefore} rejected row(s) were not sent again: the partner had rejected the very same request in`,

@@ -119,10 +119,18 @@ function readRows(db: Db, jobId: number): Report['rows'] {
  * rejected (a copied answer: no attempt). For `report` and the run's summary alike.
  */
 export function readRowsByOtherJobs(db: Db, jobId: number): Report['rows']['by_other_jobs'] {
-  return db.prepare(
-    `SELECT TOTAL(state = 'duplicate' AND error_code = 'sent_by_other_job') AS sent, TOTAL(state = 'rejected' AND attempts = 0) AS rejected
-     FROM rows WHERE job_id = ? AND state IN ('duplicate', 'rejected')`,
-  ).get(jobId) as Report['rows']['by_other_jobs'];
+  const counts = db.prepare(
+    `SELECT TOTAL(r.state = 'duplicate' AND r.error_code = 'sent_by_other_job') AS sent, TOTAL(r.state = 'rejected' AND r.attempts = 0) AS rejected,
+       TOTAL(o.state IN ('in_doubt', 'in_flight')) AS in_doubt_there
+     FROM rows r LEFT JOIN rows o ON r.error_code = 'sent_by_other_job' AND o.job_id = r.sent_by_job AND o.row_number = r.sent_by_row
+     WHERE r.job_id = ? AND r.state IN ('duplicate', 'rejected')`,
+  ).get(jobId) as Omit<Report['rows']['by_other_jobs'], 'in_doubt_jobs'>;
+  const jobs = counts.in_doubt_there === 0 ? [] : db.prepare(
+    `SELECT DISTINCT o.job_id FROM rows r JOIN rows o ON o.job_id = r.sent_by_job AND o.row_number = r.sent_by_row
+     WHERE r.job_id = ? AND r.state = 'duplicate' AND r.error_code = 'sent_by_other_job' AND o.state IN ('in_doubt', 'in_flight')
+     ORDER BY o.job_id`,
+  ).pluck().all(jobId) as number[];
+  return { ...counts, in_doubt_jobs: jobs };
 }
 
 function readAttempts(db: Db, jobId: number): ReportAttempts {

@@ -39,6 +39,8 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
   const { sent: sentBefore, rejected: rejectedBefore } = rows.by_other_jobs;
   if (sentBefore + rejectedBefore > 0) {
     push(`  by other jobs, not sent: ${formatInteger(sentBefore)} leads sent before (duplicate), ${formatInteger(rejectedBefore)} requests rejected before`);
+    const { in_doubt_there: doubtful, in_doubt_jobs: doubtJobs } = rows.by_other_jobs;
+    if (doubtful > 0) push(`    of those leads, ${formatInteger(doubtful)} only may have been sent: in doubt in job ${doubtJobs.join(', ')}; settle them there (resolve)`);
   }
   for (const state of ROW_STATES) {
     const n = rows.by_state[state];

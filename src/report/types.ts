@@ -97,7 +97,17 @@ export interface ReportRows {
    * whose very request the partner had rejected there (no attempt). A job of a file fixed in place
    * has mostly these: its success rate is low because its leads succeeded before.
    */
-  by_other_jobs: { sent: number; rejected: number };
+  by_other_jobs: {
+    sent: number;
+    rejected: number;
+    /**
+     * Of `sent`, rows whose lead the other job only may have sent: its row is `in_doubt` (or
+     * `in_flight`) there. Settled there: resolved `pending`, that job's next run sends the lead.
+     */
+    in_doubt_there: number;
+    /** The jobs those rows are in doubt in, ascending. */
+    in_doubt_jobs: number[];
+  };
 }
 
 export interface ReportKindAttempts {

@@ -75,7 +75,7 @@ describe('rows another job already sent', () => {
     for (const line of paragraphs.join('\n').split('\n').filter((l) => !l.includes('quote-batch '))) expect(line.length, line).toBeLessThanOrEqual(100);
     // The report says why the job's success rate is low: its leads succeeded in job 1.
     const json = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
-    expect(JSON.parse(json.stdout).rows).toMatchObject({ success_rate: 0.005, by_other_jobs: { sent: 178, rejected: 5 } });
+    expect(JSON.parse(json.stdout).rows).toMatchObject({ success_rate: 0.005, by_other_jobs: { sent: 178, rejected: 5, in_doubt_there: 0, in_doubt_jobs: [] } });
     const table = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2'], { cwd: tmp.dir });
     expect(table.stdout).toContain('  by other jobs, not sent: 178 leads sent before (duplicate), 5 requests rejected before\n');
 
@@ -127,8 +127,17 @@ describe('rows another job already sent', () => {
     db.prepare(`UPDATE rows SET state = 'in_doubt', error_code = 'ECONNRESET' WHERE job_id = 1 AND row_number IN (1, 2, 3)`).run();
     db.prepare(`UPDATE jobs SET status = 'interrupted', finished_at = NULL WHERE id = 1`).run();
     sandbox.reset();
-    // Night 2, before anyone settled night 1: those three may have been sent, so they are not sent.
-    expect((await run(fixedInPlace(), 'uat')).code).toBe(1);
+    // Night 2, before anyone settled night 1: those three may have been sent, so they are not sent;
+    // the summary, the log's summary line and the report say they are settled in job 1.
+    const night2 = await run(fixedInPlace(), 'uat', ['--json-log']);
+    expect(night2.code).toBe(1);
+    expect(night2.stdout).toContain(`\nOf those, 3 only may have been sent: their rows are in doubt in job 1. Settle them there\n  quote-batch resolve --ledger ${tmp.path('l.db')} --job 1 --rows <n,...> --as succeeded|pending\n(pending: the partner never had the lead, and the next run of job 1 sends it).\n`);
+    const summaryLine = night2.stderr.split('\n').filter((l) => l.includes('"event":"summary"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(summaryLine.map((l) => [l.sent_by_other_job, l.in_doubt_in_other_job])).toEqual([[178, 3]]);
+    const report2 = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
+    expect(JSON.parse(report2.stdout).rows.by_other_jobs).toEqual({ sent: 178, rejected: 5, in_doubt_there: 3, in_doubt_jobs: [1] });
+    expect((await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2'], { cwd: tmp.dir })).stdout)
+      .toContain('\n    of those leads, 3 only may have been sent: in doubt in job 1; settle them there (resolve)\n');
     const duplicates = db.prepare(`SELECT row_number, error_message, sent_by_job, sent_by_row FROM rows WHERE job_id = 2 AND row_number IN (1, 2, 3) ORDER BY row_number`).all();
     expect(duplicates).toEqual([1, 2, 3].map((n) => ({
       row_number: n, sent_by_job: 1, sent_by_row: n, error_message: expect.stringMatching(new RegExp(`may already have been sent to the partner by job 1 \\(its row ${n}, in_doubt\\)`)),
@@ -147,6 +156,9 @@ describe('rows another job already sent', () => {
     const job1 = readLedger(tmp.path('l.db'), 1);
     expect(job1.rows.filter((r) => r.row_number <= 3).map((r) => r.state)).toEqual(['succeeded', 'succeeded', 'succeeded']);
     expect(job1.jobs.find((j) => j.id === 1)?.status).toBe('completed');
+    // Job 2's report: none of its leads is in doubt anywhere now.
+    const settled = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
+    expect(JSON.parse(settled.stdout).rows.by_other_jobs).toMatchObject({ in_doubt_there: 0, in_doubt_jobs: [] });
     // And a third job finds them sent, through job 1's rows now.
     const third = await run(fixedInPlace(), 'uat', ['--fresh']);
     expect(third.code, third.stderr).toBe(1);

@@ -97,7 +97,7 @@ export function computeFiguresBySql(db: Db, jobId: number) {
      ORDER BY id`,
   ).all(jobId) as { seconds: number | null; status: string; pid: number | null; hostname: string | null; heartbeat_at: string | null; last_sign: string | null }[])
     .map(({ pid, hostname: host, heartbeat_at: beat, last_sign: lastSign, ...r }) => {
-      const alive = host === hostname() && pid !== null ? pidAlive(pid) : beat !== null && Date.now() - Date.parse(beat) < 60_000;
+      const alive = (host === hostname() && pid !== null && pidAlive(pid)) || (beat !== null && Date.now() - Date.parse(beat) < 60_000);
       const gone = r.status === 'running' && !alive;
       return {
         ...r,
@@ -119,6 +119,11 @@ export function computeFiguresBySql(db: Db, jobId: number) {
       by_other_jobs: {
         sent: one<number>(db, `SELECT COUNT(*) FROM rows WHERE job_id = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'`, jobId),
         rejected: one<number>(db, `SELECT COUNT(*) FROM rows WHERE job_id = ? AND state = 'rejected' AND attempts = 0`, jobId),
+        in_doubt_there: one<number>(db, `SELECT COUNT(*) FROM rows r WHERE r.job_id = ? AND r.state = 'duplicate' AND r.error_code = 'sent_by_other_job'
+          AND EXISTS (SELECT 1 FROM rows o WHERE o.job_id = r.sent_by_job AND o.row_number = r.sent_by_row AND o.state IN ('in_doubt', 'in_flight'))`, jobId),
+        in_doubt_jobs: (db.prepare(`SELECT DISTINCT sent_by_job FROM rows r WHERE r.job_id = ? AND r.error_code = 'sent_by_other_job'
+          AND EXISTS (SELECT 1 FROM rows o WHERE o.job_id = r.sent_by_job AND o.row_number = r.sent_by_row AND o.state IN ('in_doubt', 'in_flight'))
+          ORDER BY sent_by_job`).pluck().all(jobId) as number[]),
       },
     },
     attempts: {
