@@ -75,9 +75,14 @@ class GotPartnerClient implements PartnerClient {
   #haltKind: HaltKind | null = null;
   #probing = false;
   #probeEmail = FALLBACK_PROBE_EMAIL;
+  /** True once any request of this client got an HTTP answer (of any status). */
+  #answered = false;
+  /** The base URL as messages show it. */
+  readonly #baseShown: string;
 
   constructor(options: PartnerClientOptions) {
     const base = assertSafeBaseUrl(options.baseUrl);
+    this.#baseShown = displayUrl(base);
     const endpoint = (kind: AttemptKind): { url: URL; label: string } => {
       const url = joinUrl(base, PATHS[kind]);
       return { url, label: `POST ${displayUrl(url)}` };
@@ -118,7 +123,7 @@ class GotPartnerClient implements PartnerClient {
         if (b.gaveUpBecause === 'in_doubt') {
           this.#haltWith('in_doubt', `${inDoubtBudget} requests in doubt since the partner stopped answering ${what} (at most 2 × --concurrency): halting rather than risk more`);
         } else {
-          this.#haltWith('outage', `the partner did not recover within --max-outage (${formatDuration(maxOutageMs)}; ${what} failing for ${formatDuration(b.outageMs())})`);
+          this.#haltWith('outage', `the partner did not recover within --max-outage (${formatDuration(maxOutageMs)}; ${what} failing for ${formatDuration(b.outageMs())})${this.#neverAnswered()}`);
         }
       }, { once: true });
     }
@@ -315,7 +320,7 @@ class GotPartnerClient implements PartnerClient {
       const opening = breaker.recordFailure(permit, { inDoubt: cls.breaker === 'in_doubt', detail: cls.errorCode ?? undefined });
       if (opening !== null) {
         const giveUpAt = Number.isFinite(opening.giveUpAt) ? new Date(Date.now() + (opening.giveUpAt - performance.now())) : null;
-        this.#onEvent({ type: 'breaker_open', operation: name, reason: this.#redactor.redact(opening.reason), giveUpAt });
+        this.#onEvent({ type: 'breaker_open', operation: name, reason: `${this.#redactor.redact(opening.reason)}${this.#neverAnswered()}`, giveUpAt });
       }
       // Opened, or opened again by a failed trial: someone must probe.
       if (breaker.state === 'open') void this.#probeLoop();
@@ -383,6 +388,7 @@ class GotPartnerClient implements PartnerClient {
     const t0 = performance.now();
     const raw = await this.#transport.post(this.#endpoints[kind].url, payload);
     const durationMs = Math.round(performance.now() - t0);
+    if (raw.type === 'response') this.#answered = true;
     const parsed = raw.type === 'response' ? this.#parseBody(raw.redacted === true ? raw.text : this.#redactor.redact(raw.text), raw.truncated, raw.bytes) : { body: null, stored: null };
     const cls = classifyAnswer(kind, raw.type === 'response'
       ? { type: 'response', status: raw.status, body: parsed.body }
@@ -397,6 +403,14 @@ class GotPartnerClient implements PartnerClient {
       outcome: cls.outcome,
     };
     return { raw, parsed, cls, record };
+  }
+
+  /**
+   * Said after an outage's reason while no request of this client has had an answer: a partner that
+   * never answered may be the wrong address (a typo in --base-url, a closed port) rather than down.
+   */
+  #neverAnswered(): string {
+    return this.#answered ? '' : `; no request of this run has had an answer from ${this.#baseShown}: if that address is wrong, fix --base-url (or --env)`;
   }
 
   #haltWith(kind: HaltKind, reason: string, retryAfter?: Date): void {

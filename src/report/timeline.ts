@@ -199,9 +199,10 @@ export function readSettledLimit(db: Db, jobId: number): { runId: number; limit:
 /**
  * Where adaptive concurrency can start instead of from a cold start: where the limit settled in the
  * latest run sent to a partner (environment, operation and base URL; this job's or another's:
- * tonight's new job after last night's). Only adaptive runs that sent something count, and not runs
- * that halted (an outage, a refused key) or failed: their last limits say more about that night than
- * about the partner. A run killed and not yet settled (still `running`) counts as the crash it was.
+ * tonight's new job after last night's). Only adaptive runs the partner answered count (an answer
+ * other than a transient failure: a 429 counts, a refused connection does not), and not runs that
+ * halted (an outage, a refused key) or failed: their last limits say more about that night than
+ * about the partner. Nor, so, a run stopped (Ctrl-C, --max-runtime) while the partner never answered. A run killed and not yet settled (still `running`) counts as the crash it was.
  * Preferred: the latest run with a minute of samples, else the latest.
  *
  * `used` tells whether that limit is one the partner set: below that run's `--concurrency`, and the
@@ -222,7 +223,7 @@ export function readStartingLimit(
        FROM runs r JOIN jobs j ON j.id = r.job_id
        WHERE j.environment = ? AND j.operation = ? AND rtrim(j.base_url, '/') = rtrim(?, '/')
          AND r.status NOT IN ('halted', 'failed') AND json_extract(r.options_json, '$.adaptive') IS NOT 0
-         AND EXISTS (SELECT 1 FROM run_samples s WHERE s.run_id = r.id AND s.attempts > 0))
+         AND EXISTS (SELECT 1 FROM run_samples s WHERE s.run_id = r.id AND s.attempts > s.errors))
      WHERE n > 0 ORDER BY n >= ${SETTLED_MIN_SAMPLES} DESC, runId DESC LIMIT 1`,
   ).get(partner.environment, partner.operation, partner.baseUrl) as { runId: number; jobId: number; ceiling: unknown } | undefined;
   if (run === undefined) return null;

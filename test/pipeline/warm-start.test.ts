@@ -195,6 +195,25 @@ describe('adaptive concurrency across jobs', () => {
     expect(warm[0]).toMatchObject({ from_job: 1, from_run: 1 });
   });
 
+  it('a run stopped (--max-runtime) while the partner never answered is passed over too', async () => {
+    expect((await run(files.first, sandbox.url)).code).not.toBe(3);
+    // Every connection reset before the request is read: requests fail, none is answered.
+    sandbox.setFaults({ resetBeforeRate: 1 });
+    const stopped = await run(files.second, sandbox.url, ['--max-runtime', '3s']);
+    expect(stopped.code).toBe(3);
+    const db = new Database(tmp.path('l.db'), { readonly: true });
+    const run2 = db.prepare(`SELECT status, (SELECT TOTAL(attempts) FROM run_samples WHERE run_id = runs.id) AS attempts,
+      (SELECT TOTAL(attempts - errors) FROM run_samples WHERE run_id = runs.id) AS answered FROM runs WHERE id = 2`).get();
+    db.close();
+    expect(run2).toMatchObject({ status: 'interrupted', answered: 0 });
+    expect((run2 as { attempts: number }).attempts).toBeGreaterThan(0); // it sent, and recorded limits: they must not be used
+    // The warning said what else it might be than an outage.
+    expect(logLines(stopped.stderr).find((l) => l.event === 'breaker_open')?.msg).toContain(`no request of this run has had an answer from ${sandbox.url}: if that address is wrong, fix --base-url (or --env)`);
+    sandbox.setFaults({ resetBeforeRate: 0 });
+    const third = await run(files.third, sandbox.url);
+    expect(logLines(third.stderr).filter((l) => l.event === 'warm_start')).toEqual([expect.objectContaining({ from_job: 1, from_run: 1 })]);
+  });
+
   it('a --no-adaptive run says nothing of the partner: the next adaptive job starts cold', async () => {
     await run(files.first, sandbox.url, ['--no-adaptive']);
     const next = await run(files.second, sandbox.url);
