@@ -31,7 +31,7 @@ export const SQL = {
   getRun: 'SELECT * FROM runs WHERE id = ?',
   runsOf: 'SELECT * FROM runs WHERE job_id = ? ORDER BY id',
   heartbeat: 'UPDATE runs SET heartbeat_at = ? WHERE id = ?',
-  finishRun: 'UPDATE runs SET status = ?, finished_at = ? WHERE id = ?',
+  finishRun: 'UPDATE runs SET status = ?, finished_at = ?, end_reason = ? WHERE id = ?',
   // The request each row left in flight was an attempt: recorded (in doubt, error process_stopped) in
   // the run that marked it (the latest to start before the mark: a crashed run, or one that failed),
   // from its mark to that run's end (the time it was known in flight at least).

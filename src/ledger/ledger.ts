@@ -284,8 +284,9 @@ export class Ledger {
   }
 
   /** Records how a run ended and, for a run this connection started, releases its job's lock. */
-  finishRun(runId: number, status: RunStatus): void {
-    this.stmts.finishRun.run(status, now(), runId);
+  /** Records how run `runId` ended, and why when it stopped or halted (`endReason`), then releases its job. */
+  finishRun(runId: number, status: RunStatus, endReason: string | null = null): void {
+    this.stmts.finishRun.run(status, now(), boundText(endReason), runId);
     const jobId = this.#runJobs.get(runId);
     if (jobId === undefined) return;
     this.#runJobs.delete(runId);

@@ -244,9 +244,12 @@ export const MIGRATIONS: readonly string[] = [
   // have sent) its lead, that job's row. A later lookup follows it, so that a row whose only evidence
   // was a row since resolved `pending` (the partner never had the lead) is not evidence any more;
   // rows written before (null) count as they did.
+  // runs.end_reason: why a run stopped or halted (the summary's "stopped" line), for `report` the
+  // next morning; null for a run that ended normally, and before.
   `
   ALTER TABLE rows ADD COLUMN sent_by_job INTEGER;
   ALTER TABLE rows ADD COLUMN sent_by_row INTEGER;
+  ALTER TABLE runs ADD COLUMN end_reason TEXT;
   `,
 ];
 

@@ -46,6 +46,8 @@ export interface RunRecord {
   pid: number | null;
   hostname: string | null;
   heartbeat_at: string | null;
+  /** Why the run stopped or halted; null when it ended normally (and before schema version 6). */
+  end_reason?: string | null;
 }
 
 /** A row of an earlier job that sent (or may have sent) the same lead. */

@@ -260,7 +260,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       // every row reached a final state.
       // The job's status first: finishing the run releases the job lock.
       ledger.setJobStatus(job.id, outcome.end === 'completed' ? 'completed' : 'interrupted');
-      ledger.finishRun(run.id, outcome.end === 'completed' || outcome.end === 'unfinished' ? 'completed' : outcome.end);
+      ledger.finishRun(run.id, outcome.end === 'completed' || outcome.end === 'unfinished' ? 'completed' : outcome.end, outcome.haltReason);
       return {
         job: ledger.getJob(job.id) as JobRecord,
         runId: run.id,

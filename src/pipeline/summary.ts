@@ -2,14 +2,8 @@
 import { formatErrorGroupLines } from '../error-groups.js';
 import type { Ledger } from '../ledger/index.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { readErrorGroups } from '../report/index.js';
+import { readErrorGroups, SETTLE_IN_DOUBT } from '../report/index.js';
 import type { RunJobResult } from './run-job.js';
-
-/**
- * What to do with rows in doubt, in every message that leaves some (the summary, the halt's hint,
- * `resolve`): they may have reached the partner, so only the partner can say which to send again.
- */
-export const SETTLE_IN_DOUBT = 'check them with the partner (quote-batch export --status in_doubt), settle them with `quote-batch resolve`';
 
 /** The closing line: what the exit code means and, for 3, what to do next. */
 export function nextStep(result: RunJobResult): string {

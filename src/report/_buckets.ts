@@ -67,17 +67,25 @@ function crashedJobLabel(runs: readonly ReportRun[]): string {
 }
 
 /**
- * What a report says under a job whose run's process is gone: when it was last seen alive, and what
- * the next run does about it. Undefined for any other job.
+ * What a report says under a job that is not completed about why its last run stopped: a run whose
+ * process is gone, when it was last seen alive and what the next run does about it; else the reason
+ * the last run recorded (a halt, --max-runtime, a signal). Undefined when there is nothing to say.
  */
-export function crashedJobNote(report: Report): string | undefined {
-  if (!report.job.process_gone) return undefined;
-  const seen = report.runs.filter((r) => r.process_gone).at(-1)?.last_seen_at ?? null;
-  const inFlight = report.rows.by_state.in_flight;
-  const rows = inFlight === 1 ? 'its 1 row in flight' : `its ${inFlight} rows in flight`;
-  return `${seen === null ? 'the run stopped without recording it' : `last sign of life ${formatTimestamp(seen)}`}; `
-    + `the next run (or resolve) records it crashed and ${rows} in doubt`;
+export function stoppedNote(report: Report): string | undefined {
+  if (report.job.process_gone) {
+    const seen = report.runs.filter((r) => r.process_gone).at(-1)?.last_seen_at ?? null;
+    const inFlight = report.rows.by_state.in_flight;
+    const rows = inFlight === 1 ? 'its 1 row in flight' : `its ${inFlight} rows in flight`;
+    return `${seen === null ? 'the run stopped without recording it' : `last sign of life ${formatTimestamp(seen)}`}; `
+      + `the next run (or resolve) records it crashed and ${rows} in doubt`;
+  }
+  const last = report.runs.at(-1);
+  if (report.job.status === 'completed' || last === undefined || last.end_reason === null) return undefined;
+  return `run ${last.id} ${last.status}: ${last.end_reason}`;
 }
+
+/** What to do with rows in doubt, wherever some are left: only the partner can say which to send again. */
+export const SETTLE_IN_DOUBT = 'check them with the partner (quote-batch export --status in_doubt), settle them with `quote-batch resolve`';
 
 /** True when the limit settled at its run's `--concurrency`: the user's ceiling, not a limit the partner showed. */
 export function settledAtCeiling(partner: ReportPartner): boolean {

@@ -235,7 +235,7 @@ function readRuns(db: Db, jobId: number, nowMs: number): ReportRun[] {
   return (db.prepare(
     // A run still marked running has lasted until its last sign of life: its latest sample (about one a
     // second) or heartbeat (one every 10 s).
-    `SELECT id, started_at, finished_at, status, tool_version, pid, hostname, heartbeat_at, last_sign,
+    `SELECT id, started_at, finished_at, status, end_reason, tool_version, pid, hostname, heartbeat_at, last_sign,
        (julianday(COALESCE(finished_at, last_sign)) - julianday(started_at)) * 86400.0 AS seconds,
        CASE WHEN json_valid(options_json) THEN json_extract(options_json, '$.limit') END AS "limit"
      FROM (SELECT *, NULLIF(max(COALESCE(heartbeat_at, ''),

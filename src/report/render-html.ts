@@ -5,7 +5,7 @@
  * an 800 px window to a laptop screen: charts and tables go to one column, long text wraps.
  */
 import { ROW_STATES, type RowState } from '../ledger/index.js';
-import { crashedJobNote, jobStatusLabel, runStatusLabel, settledAtCeiling, timelinePaced } from './_buckets.js';
+import { jobStatusLabel, runStatusLabel, SETTLE_IN_DOUBT, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
 import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
 import {
@@ -146,7 +146,7 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
   const statsCells = (s: Stats, cell: (v: number | null) => string): string[] => [
     num(s.count), ...[s.min, s.median, s.p90, s.p95, s.p99, s.max, s.mean].map((v) => num(cell(v))),
   ];
-  const crashedNote = crashedJobNote(report);
+  const stopped = stoppedNote(report);
   const exportAll = `quote-batch export --job ${job.id} --status ${problemStates(report).join(',')}`;
 
   const body = `
@@ -154,9 +154,9 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
   <h1>Job ${e(job.id)} <span class="status">${e(jobStatusLabel(report))}</span></h1>
   <p class="meta">input <code>${e(job.input_path)}</code> (${e(job.input_format)}) · mapping <code>${e(job.mapping_path)}</code></p>
   <p class="meta">${e(job.environment)} · ${e(job.operation)}${job.base_url === null ? '' : ` · <code>${e(job.base_url)}</code>`} · created ${e(formatTimestamp(job.created_at))} · finished ${e(formatTimestamp(job.finished_at))}</p>
-${crashedNote === undefined ? '' : `  <p class="meta">stopped: ${e(crashedNote)}</p>\n`}</header>
+${stopped === undefined ? '' : `  <p class="meta">stopped: ${e(stopped)}</p>\n`}</header>
 <section class="kpis">${kpis}</section>
-<h2>Errors by kind (${e(formatInteger(report.row_error_groups))})</h2>
+${report.rows.by_state.in_doubt > 0 ? `<p class="note">${e(formatInteger(report.rows.by_state.in_doubt))} rows in doubt: they may have reached the partner; ${e(SETTLE_IN_DOUBT)}.</p>\n` : ''}<h2>Errors by kind (${e(formatInteger(report.row_error_groups))})</h2>
 <p class="note">Rows ${e(ERROR_STATES.join(', '))}, grouped by state, error code and what went wrong, with row numbers, values and ids taken out — as the run summary and <code>quote-batch check</code> group them.
 To hand the rows back in the input's own layout: <code>quote-batch export --job ${e(job.id)} --status rejected,invalid,agent_invalid --format source --out to-fix.csv</code>.</p>
 ${rawTable(['rows', 'kind: state · error code · what went wrong', 'sample rows'],
@@ -184,8 +184,8 @@ ${report.row_error_groups > report.row_errors.length ? `<p class="note">The ${e(
     report.attempt_errors.map((a) => [num(a.attempts), e(a.kind), num(a.http_status ?? '–'), wrap(a.error_code ?? '–'), e(a.outcome)]), [0, 2])}
   ${table(`Invalid agents (${formatInteger(report.invalid_agents.length)})`, ['blocked rows', 'agent e-mail', 'message'],
     report.invalid_agents.map((a) => [num(a.blocked_rows), wrap(a.email ?? '–'), msg(a.message)]), [0])}
-  ${table(`Runs (${report.runs.length})`, ['id', 'status', 'started', 'finished', 'time', 'version'],
-    report.runs.map((r) => [num(r.id), e(runStatusLabel(r)), e(formatTimestamp(r.started_at)), e(formatTimestamp(r.finished_at)), num(formatSeconds(r.seconds)), e(r.tool_version)]), [0, 4], true)}
+  ${table(`Runs (${report.runs.length})`, ['id', 'status', 'started', 'finished', 'time', 'version', 'why it stopped'],
+    report.runs.map((r) => [num(r.id), e(runStatusLabel(r)), e(formatTimestamp(r.started_at)), e(formatTimestamp(r.finished_at)), num(formatSeconds(r.seconds)), e(r.tool_version), msg(r.end_reason ?? '')]), [0, 4], true)}
 </section>
 <h2>Rows to look at: every state but succeeded (${e(formatInteger(problems.total))})</h2>
 ${problems.total > problems.rows.length

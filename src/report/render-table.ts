@@ -5,7 +5,7 @@
  */
 import { formatErrorGroupLines, wrapWords } from '../error-groups.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { crashedJobNote, jobStatusLabel, runStatusLabel, settledAtCeiling, timelinePaced } from './_buckets.js';
+import { jobStatusLabel, runStatusLabel, SETTLE_IN_DOUBT, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import {
   cleanText, formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
   truncateStart, truncateText,
@@ -32,8 +32,8 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
   push(`  mapping   ${truncateStart(cleanText(job.mapping_path), width - 12)}`);
   push(`  target    ${cleanText(job.environment)} · ${cleanText(job.operation)}${job.base_url === null ? '' : ` · ${cleanText(job.base_url)}`}`);
   push(`  created   ${formatTimestamp(job.created_at)}   finished ${formatTimestamp(job.finished_at)}`);
-  const crashed = crashedJobNote(report);
-  if (crashed !== undefined) push(...wrapWords(crashed, width - 12, 3).map((line, i) => `  ${i === 0 ? 'stopped ' : '        '}  ${line}`));
+  const stopped = stoppedNote(report);
+  if (stopped !== undefined) push(...wrapWords(stopped, width - 12, 4).map((line, i) => `  ${i === 0 ? 'stopped ' : '        '}  ${line}`));
 
   push('', `Rows: ${formatInteger(rows.total)} · success rate ${formatPercent(rows.success_rate)} · of sent ${formatPercent(rows.sent_success_rate)}`);
   const { sent: sentBefore, rejected: rejectedBefore } = rows.by_other_jobs;
@@ -48,6 +48,9 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
     const share = rows.total === 0 ? 0 : n / rows.total;
     const bar = '█'.repeat(Math.round(share * BAR_WIDTH));
     push(`  ${padCell(state, 14)}${padCellLeft(formatInteger(n), 10)} ${padCellLeft(formatPercent(rows.total === 0 ? null : share), 7)}  ${bar}`);
+  }
+  if (rows.by_state.in_doubt > 0) {
+    push(...wrapWords(`${formatInteger(rows.by_state.in_doubt)} in doubt: they may have reached the partner; ${SETTLE_IN_DOUBT}`, width - 4, 3).map((line) => `  ${line}`));
   }
 
   push('', `Attempts: ${formatInteger(attempts.total)} · retries ${formatInteger(attempts.retries)} · rows retried ${formatInteger(attempts.rows_retried)}`);
@@ -114,6 +117,7 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
   push(`  ${padCellLeft('id', 6)}  ${padCell('status', statusWidth)} ${padCell('started', 21)} ${padCell('finished', 21)} ${padCellLeft('time', 10)}`);
   for (const r of report.runs) {
     push(`  ${padCellLeft(String(r.id), 6)}  ${padCell(runStatusLabel(r), statusWidth)} ${padCell(formatTimestamp(r.started_at), 21)} ${padCell(formatTimestamp(r.finished_at), 21)} ${padCellLeft(formatSeconds(r.seconds), 10)}`);
+    if (r.end_reason !== null) push(...wrapWords(cleanText(r.end_reason), width - 10, 3).map((line) => `${' '.repeat(10)}${line}`));
   }
 
   // A last guard: whatever the data, no line wraps in the terminal.

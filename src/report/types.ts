@@ -199,6 +199,12 @@ export interface ReportRun {
   seconds: number | null;
   /** The run's `--limit` (it stopped after that many rows; `completed` then means it reached it), else null. */
   limit: number | null;
+  /**
+   * Why the run stopped or halted, as its summary said (`stopped after --max-runtime 20s`, `the partner
+   * did not recover within --max-outage …`); null when it ended normally, and for runs recorded before
+   * quote-batch kept it.
+   */
+  end_reason: string | null;
   /** True for a run marked `running` whose process is gone (see {@link ReportJob.process_gone}). */
   process_gone: boolean;
   /** For such a run, its last sign of life (its latest sample or heartbeat); else null. */

@@ -188,6 +188,12 @@ describe('adaptive concurrency across jobs', () => {
     db.close();
     expect(halted).toMatchObject({ status: 'halted' });
     expect((halted as { samples: number }).samples).toBeGreaterThan(0); // it did record limits: they must not be used
+    // The next morning, report says why it stopped (and the table what to do with its rows in doubt, if any).
+    const report = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
+    expect((JSON.parse(report.stdout) as { runs: { end_reason: string | null }[] }).runs.map((r) => r.end_reason))
+      .toEqual([expect.stringMatching(/^the partner did not recover within --max-outage \(1s; /)]);
+    const table = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2'], { cwd: tmp.dir, env: { COLUMNS: '200' } });
+    expect(table.stdout).toMatch(/\n {2}stopped {3}run 2 halted: the partner did not recover within --max-outage \(1s; /);
     sandbox.setFaults({ outage: false });
     const third = await run(files.third, sandbox.url);
     const warm = logLines(third.stderr).filter((l) => l.event === 'warm_start');
@@ -206,6 +212,8 @@ describe('adaptive concurrency across jobs', () => {
       (SELECT TOTAL(attempts - errors) FROM run_samples WHERE run_id = runs.id) AS answered FROM runs WHERE id = 2`).get();
     db.close();
     expect(run2).toMatchObject({ status: 'interrupted', answered: 0 });
+    const report = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
+    expect((JSON.parse(report.stdout) as { runs: { end_reason: string | null }[] }).runs.map((r) => r.end_reason)).toEqual(['stopped after --max-runtime 3s']);
     expect((run2 as { attempts: number }).attempts).toBeGreaterThan(0); // it sent, and recorded limits: they must not be used
     // The warning said what else it might be than an outage.
     expect(logLines(stopped.stderr).find((l) => l.event === 'breaker_open')?.msg).toContain(`no request of this run has had an answer from ${sandbox.url}: if that address is wrong, fix --base-url (or --env)`);

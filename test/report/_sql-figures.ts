@@ -89,7 +89,7 @@ export function computeFiguresBySql(db: Db, jobId: number) {
   // A run still marked running lasts until its latest sample or heartbeat; it is gone when neither its
   // pid on this host nor a heartbeat of the last minute says it lives.
   const runs = (db.prepare(
-    `SELECT id, started_at, finished_at, status, tool_version, pid, hostname, heartbeat_at, last_sign,
+    `SELECT id, started_at, finished_at, status, end_reason, tool_version, pid, hostname, heartbeat_at, last_sign,
        (julianday(COALESCE(finished_at, last_sign)) - julianday(started_at)) * 86400 AS seconds, "limit"
      FROM (SELECT *, (SELECT MAX(t) FROM (SELECT heartbeat_at AS t UNION ALL SELECT at FROM run_samples WHERE run_id = runs.id)) AS last_sign,
              json_extract(options_json, '$.limit') AS "limit"

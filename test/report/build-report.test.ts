@@ -4,7 +4,7 @@ import {
   buildReport, computeHistogram, computeStats, flattenFigures, percentileOf, readProblemRows, renderCsv, renderHtml, renderTable,
   resolveJobId, DEFAULT_TABLE_WIDTH as TABLE_WIDTH, type Report,
 } from '../../src/report/index.js';
-import { crashedJobNote, jobStatusLabel, runStatusLabel } from '../../src/report/_buckets.js';
+import { jobStatusLabel, runStatusLabel, stoppedNote } from '../../src/report/_buckets.js';
 import { QuoteBatchError } from '../../src/errors.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { buildEmptyJob } from '../fixtures/report/empty-job.js';
@@ -346,7 +346,7 @@ describe('statistics', () => {
 describe('the status of a job whose newest run had a --limit', () => {
   const reportOf = (total: number | null): Report => ({
     job: { status: 'interrupted', total_rows: total },
-    runs: [{ id: 1, status: 'completed', limit: 1000, started_at: '', finished_at: null, tool_version: '', seconds: null }],
+    runs: [{ id: 1, status: 'completed', limit: 1000, started_at: '', finished_at: null, tool_version: '', seconds: null, end_reason: null }],
   }) as unknown as Report;
   it('says the run stopped at its --limit only when no run read the input to its end', () => {
     expect(jobStatusLabel(reportOf(null))).toBe('interrupted (run 1 stopped at --limit 1000)');
@@ -355,9 +355,9 @@ describe('the status of a job whose newest run had a --limit', () => {
   });
 });
 
-describe('the status of a job whose run process is gone (killed, not yet recorded)', () => {
+describe('the status of a job whose run process is gone (killed, not yet recorded), and why a run stopped', () => {
   const run = (id: number, gone: boolean, seen: string | null = null) => ({
-    id, status: 'running', limit: null, started_at: '', finished_at: null, tool_version: '', seconds: null, process_gone: gone, last_seen_at: seen,
+    id, status: 'running', limit: null, started_at: '', finished_at: null, tool_version: '', seconds: null, process_gone: gone, last_seen_at: seen, end_reason: null,
   });
   const reportOf = (processGone: boolean, runs: ReturnType<typeof run>[], inFlight = 2): Report => ({
     job: { status: 'running', total_rows: null, process_gone: processGone },
@@ -373,7 +373,18 @@ describe('the status of a job whose run process is gone (killed, not yet recorde
     ['alive', reportOf(false, [run(1, false)]), 'running', undefined],
   ] as const)('%s', (_name, report, label, note) => {
     expect(jobStatusLabel(report)).toBe(label);
-    expect(crashedJobNote(report)).toBe(note);
+    expect(stoppedNote(report)).toBe(note);
+  });
+
+  it('says why the last run of a job not completed stopped, as it recorded', () => {
+    const stopped = (jobStatus: string, reason: string | null): Report => ({
+      job: { status: jobStatus, total_rows: 200, process_gone: false },
+      rows: { by_state: { in_flight: 0 } },
+      runs: [{ ...run(1, false), status: 'completed', end_reason: null }, { ...run(2, false), status: 'halted', end_reason: reason }],
+    }) as unknown as Report;
+    expect(stoppedNote(stopped('interrupted', 'the partner did not recover within --max-outage (10m)'))).toBe('run 2 halted: the partner did not recover within --max-outage (10m)');
+    expect(stoppedNote(stopped('interrupted', null))).toBeUndefined();
+    expect(stoppedNote(stopped('completed', 'stopped after --max-runtime 20s'))).toBeUndefined();
   });
 
   it('calls the run crashed, not yet recorded, only while its process is gone', () => {
