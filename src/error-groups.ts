@@ -71,9 +71,19 @@ const REPLACEMENTS: readonly [RegExp, string][] = [
   [STATE_CODE, '$1 XX'],
 ];
 
+/**
+ * The client's own words that are not values: the phase a time-out fired in (`time-out in the
+ * 'request' phase`), which the quotes would otherwise hide; and the `; 3 attempts` it adds after a
+ * retried call's message, which would make one failure two kinds (tried once, tried again).
+ */
+const CLIENT_WORDING: readonly [RegExp, string][] = [
+  [/\btime-out in the '([a-zA-Z]+)' phase\b/g, 'time-out in the $1 phase'],
+  [/; \d+ attempts$/, ''],
+];
+
 /** Takes row numbers, quoted values, ids, e-mails, URLs and numbers out of a message. */
 export function normaliseReason(text: string): string {
-  return replaceAll(text.replace(/\s+/g, ' ').trim().replace(ROW_PREFIX, '').replace(LINE_PREFIX, ''), REPLACEMENTS);
+  return replaceAll(replaceAll(text.replace(/\s+/g, ' ').trim().replace(ROW_PREFIX, '').replace(LINE_PREFIX, ''), CLIENT_WORDING), REPLACEMENTS);
 }
 
 function replaceAll(text: string, replacements: readonly [RegExp, string][]): string {

@@ -16,6 +16,10 @@ describe('normaliseReason', () => {
     ['State AK is not supported.', 'State XX is not supported.'],
     ['The state NY is not supported', 'The state XX is not supported'],
     ['Agent ID is missing', 'Agent ID is missing'],
+    // The client's own wording: the phase a time-out fired in is kept, the count of attempts dropped.
+    ["POST /partner/v2/policy/quote: time-out in the 'request' phase; 3 attempts", 'POST /partner/v2/policy/quote: time-out in the request phase'],
+    ['POST /partner/v2/policy/quote: read ECONNRESET; 2 attempts', 'POST /partner/v2/policy/quote: read ECONNRESET'],
+    ['POST /partner/v2/policy/quote: read ECONNRESET', 'POST /partner/v2/policy/quote: read ECONNRESET'],
   ])('%s → %s', (input, expected) => {
     expect(normaliseReason(input)).toBe(expected);
   });
