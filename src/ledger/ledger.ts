@@ -284,13 +284,26 @@ export class Ledger {
   }
 
   /** Records how a run ended and, for a run this connection started, releases its job's lock. */
-  /** Records how run `runId` ended, and why when it stopped or halted (`endReason`), then releases its job. */
-  finishRun(runId: number, status: RunStatus, endReason: string | null = null): void {
-    this.stmts.finishRun.run(status, now(), boundText(endReason), runId);
+  /**
+   * Records how run `runId` ended, why when it stopped or halted (`endReason`), and until when the
+   * partner asked not to be called when a Retry-After halted it (`retryAfter`); then releases its job.
+   */
+  finishRun(runId: number, status: RunStatus, endReason: string | null = null, retryAfter: Date | null = null): void {
+    this.stmts.finishRun.run(status, now(), boundText(endReason), retryAfter?.toISOString() ?? null, runId);
     const jobId = this.#runJobs.get(runId);
     if (jobId === undefined) return;
     this.#runJobs.delete(runId);
     this.unlockJob(jobId);
+  }
+
+  /**
+   * The latest time a run against this partner (environment, operation, base URL) was asked by a
+   * Retry-After to wait until, when it is still to come at `at`.
+   */
+  retryAfterOf(partner: { environment: string; operation: string; baseUrl: string }, at: Date = new Date()): { run_id: number; job_id: number; until: Date } | undefined {
+    const found = this.stmts.retryAfterOf.get(partner.environment, partner.operation, partner.baseUrl, at.toISOString()) as
+      { run_id: number; job_id: number; retry_after_at: string } | undefined;
+    return found === undefined ? undefined : { run_id: found.run_id, job_id: found.job_id, until: new Date(found.retry_after_at) };
   }
 
   runsOf(jobId: number): RunRecord[] {

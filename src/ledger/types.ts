@@ -48,6 +48,8 @@ export interface RunRecord {
   heartbeat_at: string | null;
   /** Why the run stopped or halted; null when it ended normally (and before schema version 6). */
   end_reason?: string | null;
+  /** For a run a Retry-After halted: when the partner may be called again. */
+  retry_after_at?: string | null;
 }
 
 /** A row of an earlier job that sent (or may have sent) the same lead. */

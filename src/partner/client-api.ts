@@ -104,6 +104,13 @@ export interface PartnerClient {
   readonly haltReason: string | null;
   /** What kind of halt that was (see {@link HaltKind}), or null. */
   readonly haltKind: HaltKind | null;
+  /** For a halt on a Retry-After over `maxRetryAfterMs`: when the partner may be called again; else null. */
+  readonly haltRetryAfter: Date | null;
+  /**
+   * Holds every call until `until`, which the partner gave an earlier run (`who`, for the message) in
+   * a Retry-After; halts at once instead (`retry_after`) when that is more than `maxRetryAfterMs` away.
+   */
+  holdUntil(until: Date, who: string): 'none' | 'held' | 'halted';
   /** The quote/lead breaker's state (`validate` for agent validation's). */
   breakerState(name?: BreakerName): BreakerState;
   /** Requests allowed in flight now, requests in flight, and what was answered since the last sample. */

@@ -12,7 +12,8 @@
  */
 import type { ZodType } from 'zod';
 import { formatDuration } from '../duration.js';
-import { classifyAnswer, MAX_MESSAGE_LENGTH, readString, type AttemptClass } from './_classify.js';
+import { describeAttempt, parseAnswerBody, statusOf, type Parsed } from './_answer-text.js';
+import { classifyAnswer, type AttemptClass } from './_classify.js';
 import { sleep } from './_sleep.js';
 import { ThreadTransport } from './thread-transport.js';
 import type { RawAttempt } from './_transport.js';
@@ -32,10 +33,6 @@ const PATHS: Readonly<Record<AttemptKind, string>> = {
   quote: '/partner/v2/policy/quote',
   lead: '/partner/v2/policy/lead',
 };
-/** Non-JSON bodies are kept for diagnosis, but not whole: an HTML error page can be large. */
-const MAX_RAW_BODY = 2000;
-/** A JSON answer longer than this is stored as its head only. */
-const MAX_STORED_BODY = 16 * 1024;
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** A read the partner can answer whatever it knows of the agent (400 for a bad address is an answer too). */
 const FALLBACK_PROBE_EMAIL = 'quote-batch-probe@example.com';
@@ -53,10 +50,6 @@ interface Normalised {
   random: () => number;
 }
 
-interface Parsed {
-  body: unknown;
-  stored: string | null;
-}
 
 class GotPartnerClient implements PartnerClient {
   readonly #options: Normalised;
@@ -77,6 +70,10 @@ class GotPartnerClient implements PartnerClient {
   #probeEmail = FALLBACK_PROBE_EMAIL;
   /** True once any request of this client got an HTTP answer (of any status). */
   #answered = false;
+  /** No request leaves before this (epoch ms): a Retry-After an earlier run was given ({@link holdUntil}). */
+  #heldUntilMs = 0;
+  /** When the partner may be called again, for a client a Retry-After halted. */
+  #haltRetryAfter: Date | null = null;
   /** The base URL as messages show it. */
   readonly #baseShown: string;
 
@@ -140,6 +137,28 @@ class GotPartnerClient implements PartnerClient {
 
   get haltKind(): HaltKind | null {
     return this.#haltKind;
+  }
+
+  /** For a client halted by a Retry-After longer than --max-retry-after: when the partner may be called again. */
+  get haltRetryAfter(): Date | null {
+    return this.#haltRetryAfter;
+  }
+
+  /**
+   * Holds every request until `until`, when the partner asked an earlier run (`who`) not to call it
+   * before then: a run started again at once (a retry-on-failure wrapper, an impatient user) must not
+   * call early. A wait longer than --max-retry-after halts the client instead, as the Retry-After
+   * itself would have. Returns what it did.
+   */
+  holdUntil(until: Date, who: string): 'none' | 'held' | 'halted' {
+    const waitMs = until.getTime() - Date.now();
+    if (waitMs <= 0 || this.halted) return 'none';
+    if (waitMs > this.#options.maxRetryAfterMs) {
+      this.#haltWith('retry_after', `the partner asked ${who} to wait until ${until.toISOString()}, ${formatDuration(waitMs)} from now (over --max-retry-after ${formatDuration(this.#options.maxRetryAfterMs)}): nothing sent; run again after ${until.toISOString()}`, until);
+      return 'halted';
+    }
+    this.#heldUntilMs = Math.max(this.#heldUntilMs, until.getTime());
+    return 'held';
   }
 
   breakerState(name: BreakerName = 'submit'): BreakerState {
@@ -210,6 +229,11 @@ class GotPartnerClient implements PartnerClient {
     let counted = 0;
 
     for (let attempt = 1; ; attempt += 1) {
+      if (this.#heldUntilMs > Date.now() && (await sleep(this.#heldUntilMs - Date.now(), [options.signal, this.#halt.signal])) === 'aborted') {
+        return this.halted
+          ? finish('retryable', 'halted', notSent(this.#haltReason ?? 'the client halted'))
+          : finish('retryable', 'aborted', notSent('stopped while waiting'));
+      }
       const admitted = await this.#admit(breaker, options.signal);
       if (admitted === 'halted') return finish('retryable', 'halted', notSent(this.#haltReason ?? 'the client halted'));
       if (admitted === 'aborted') return finish('retryable', 'aborted', notSent('stopped while waiting'));
@@ -237,7 +261,7 @@ class GotPartnerClient implements PartnerClient {
       attempts.push(record);
       options.onAttempt?.(record);
 
-      const detail = this.#describe(raw, parsed.body, cls);
+      const detail = describeAttempt(raw, parsed.body, cls);
       lastDetail = detail;
       if (cls.outcome === 'forbidden' || cls.outcome === 'misrouted') {
         const reason = cls.outcome === 'forbidden'
@@ -389,7 +413,7 @@ class GotPartnerClient implements PartnerClient {
     const raw = await this.#transport.post(this.#endpoints[kind].url, payload);
     const durationMs = Math.round(performance.now() - t0);
     if (raw.type === 'response') this.#answered = true;
-    const parsed = raw.type === 'response' ? this.#parseBody(raw.redacted === true ? raw.text : this.#redactor.redact(raw.text), raw.truncated, raw.bytes) : { body: null, stored: null };
+    const parsed = raw.type === 'response' ? parseAnswerBody(raw.redacted === true ? raw.text : this.#redactor.redact(raw.text), raw.truncated, raw.bytes) : { body: null, stored: null };
     const cls = classifyAnswer(kind, raw.type === 'response'
       ? { type: 'response', status: raw.status, body: parsed.body }
       : raw);
@@ -417,49 +441,10 @@ class GotPartnerClient implements PartnerClient {
     if (this.halted) return;
     this.#haltReason = this.#redactor.redact(reason);
     this.#haltKind = kind;
+    this.#haltRetryAfter = retryAfter ?? null;
     this.#halt.abort();
     this.#onEvent({ type: 'halt', kind, reason: this.#haltReason, ...(retryAfter === undefined ? {} : { retryAfter }) });
   }
-
-  /** Parses the redacted `clean`; also renders what may be stored of the body (bounded JSON text). */
-  #parseBody(clean: string, truncated: boolean, bytes: number): Parsed {
-    if (clean.trim() === '') return { body: null, stored: null };
-    if (!truncated) {
-      try {
-        const body = JSON.parse(clean) as unknown;
-        if (clean.length <= MAX_STORED_BODY) return { body, stored: clean };
-        return { body, stored: JSON.stringify({ quote_batch_note: `answer of ${bytes} bytes; only its beginning is kept`, head: clean.slice(0, MAX_RAW_BODY) }) };
-      } catch {
-        // Not JSON: kept as (bounded) text below.
-      }
-    }
-    const head = clean.length > MAX_RAW_BODY ? `${clean.slice(0, MAX_RAW_BODY)}…` : clean;
-    const stored = truncated
-      ? JSON.stringify({ quote_batch_note: `answer longer than ${bytes} bytes: cut there`, head })
-      : JSON.stringify(head);
-    return { body: head, stored };
-  }
-
-  #describe(raw: RawAttempt, body: unknown, cls: AttemptClass): string {
-    if (raw.type === 'transport') {
-      const sent = cls.outcome === 'in_doubt' ? ' after the body was sent: the partner may have processed it' : '';
-      return `${raw.code} (${raw.detail}${sent})`;
-    }
-    const partnerMessage = readString(body, 'message');
-    const code = readString(body, 'error_code');
-    const reason = [code?.slice(0, 64), partnerMessage === undefined ? undefined : partnerMessage.slice(0, MAX_MESSAGE_LENGTH)]
-      .filter((s): s is string => s !== undefined && s !== '')
-      .join(': ');
-    const cut = raw.truncated ? `, answer cut at ${raw.bytes} bytes` : '';
-    const unreadable = cls.errorCode === 'unreadable_answer' ? ', not a readable answer' : '';
-    return reason === '' ? `${statusOf(raw)}${cut}${unreadable}` : `${statusOf(raw)} (${reason})${cut}${unreadable}`;
-  }
-}
-
-function statusOf(raw: RawAttempt): string {
-  if (raw.type === 'transport') return raw.code.slice(0, 64);
-  const text = raw.statusText.replace(/[^\x20-\x7e]/g, '').slice(0, 60);
-  return `${raw.status}${text === '' ? '' : ` ${text}`}`;
 }
 
 function limiterSignal(cls: AttemptClass): AttemptSample['signal'] {

@@ -232,6 +232,13 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       reader = jobReader;
       const monitor = new RunMonitor(ledger, logger, job.id, run.id, options.maxOutageMs ?? 600_000);
       forward = monitor.onClientEvent;
+      // A Retry-After that halted an earlier run against this partner, not over yet: no request leaves before it.
+      const asked = ledger.retryAfterOf({ environment: options.environment, operation: options.operation, baseUrl: target.baseUrl });
+      if (asked !== undefined && target.client.holdUntil(asked.until, `run ${asked.run_id} (job ${asked.job_id})`) === 'held') {
+        logger.warn(`the partner asked run ${asked.run_id} (job ${asked.job_id}) to wait until ${asked.until.toISOString()}: no request leaves before then`, {
+          event: 'retry_after_held', until: asked.until.toISOString(), from_run: asked.run_id, from_job: asked.job_id,
+        });
+      }
       const runner = new JobRunner(options, reader, job, run.id, target.client, start);
       const progress = options.onProgress === undefined
         ? undefined
@@ -260,7 +267,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       // every row reached a final state.
       // The job's status first: finishing the run releases the job lock.
       ledger.setJobStatus(job.id, outcome.end === 'completed' ? 'completed' : 'interrupted');
-      ledger.finishRun(run.id, outcome.end === 'completed' || outcome.end === 'unfinished' ? 'completed' : outcome.end, outcome.haltReason);
+      ledger.finishRun(run.id, outcome.end === 'completed' || outcome.end === 'unfinished' ? 'completed' : outcome.end, outcome.haltReason, target.client.haltRetryAfter);
       return {
         job: ledger.getJob(job.id) as JobRecord,
         runId: run.id,

@@ -267,7 +267,42 @@ describe('quote answers (contract §5)', () => {
     expect(result.stdout).toMatch(/job not completed: the partner asks to wait \d+[dh]\d\d[hm] \(Retry-After, over --max-retry-after 5m00s\); run again after \d{4}-\d\d-\d\dT/);
     expect(partner?.received.quote).toBe(2);
     expect(rowsByKey(ledger).get(keys[1] ?? '')?.state).toBe('pending');
+    // Run again at once (a wrapper that retries on exit 3): the partner is not called before its time.
+    const validatesBefore = partner?.received.validate;
+    const early = await run(ledger);
+    expect(early.code).toBe(3);
+    expect(early.stdout).toMatch(/\nstopped {6}the partner asked run 1 \(job 1\) to wait until \d{4}-\d\d-\d\dT[\d:.]+Z, \d+[dh]\d\d[hm] from now \(over --max-retry-after 5m00s\): nothing sent; run again after /);
+    expect(partner?.received.quote).toBe(2);
+    expect(partner?.received.validate).toBe(validatesBefore);
+    // Once that time has passed (moved back here), the job completes.
+    const db = new Database(ledger);
+    db.prepare(`UPDATE runs SET retry_after_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 second') WHERE retry_after_at IS NOT NULL`).run();
+    db.close();
     await expectRecovery(ledger);
+  });
+
+  it('a run started again before a Retry-After that halted the last one is over waits for it, then sends', async () => {
+    const arrivals: number[] = [];
+    let refused = false;
+    const { ledger } = await setUp((r): Behaviour => {
+      if (r.operation !== 'quote') return { kind: 'forward' };
+      arrivals.push(Date.now());
+      if (refused) return { kind: 'forward' };
+      refused = true;
+      return { kind: 'answer', status: 429, body: '{"message":"slow down"}', headers: { 'retry-after': '4' } };
+    });
+    const first = await run(ledger, ['--max-retry-after', '1s']);
+    expect(first.code).toBe(3);
+    const until = Date.parse(/run again after (\S+Z)/.exec(first.stdout)?.[1] ?? '');
+    expect(until).toBeGreaterThan(Date.now());
+    arrivals.length = 0;
+    const second = await run(ledger, ['--max-retry-after', '1m']);
+    expect(second.stderr).toMatch(/warning: the partner asked run 1 \(job 1\) to wait until \S+Z: no request leaves before then/);
+    expect(second.code).toBe(1);
+    expect(arrivals.length).toBeGreaterThan(0);
+    expect(Math.min(...arrivals)).toBeGreaterThanOrEqual(until);
+    for (const row of rows(ledger)) expect(`${row.row_number}:${row.state}`).toBe(`${row.row_number}:${expectedStateOf(row.row_number)}`);
+    expect(partner?.duplicateLeads()).toEqual([]);
   });
 
   it('odd Retry-After values (negative, fractional, words, empty) are read as none: retried after a back-off', async () => {
