@@ -104,6 +104,8 @@ export interface PartnerClient {
   readonly haltReason: string | null;
   /** What kind of halt that was (see {@link HaltKind}), or null. */
   readonly haltKind: HaltKind | null;
+  /** True once any request got an HTTP answer (of any status) from the partner. */
+  readonly answered: boolean;
   /** For a halt on a Retry-After over `maxRetryAfterMs`: when the partner may be called again; else null. */
   readonly haltRetryAfter: Date | null;
   /**

@@ -139,6 +139,10 @@ class GotPartnerClient implements PartnerClient {
     return this.#haltKind;
   }
 
+  get answered(): boolean {
+    return this.#answered;
+  }
+
   /** For a client halted by a Retry-After longer than --max-retry-after: when the partner may be called again. */
   get haltRetryAfter(): Date | null {
     return this.#haltRetryAfter;

@@ -282,9 +282,10 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         rowsSkipped: runner.rowsSkipped,
         limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null,
         emptyInput,
-        settledLimit: options.adaptive === true ? monitor.settledLimit : null,
+        // A partner that never answered showed no limit: the window only shrank on our failures.
+        settledLimit: options.adaptive === true && target.client.answered ? monitor.settledLimit : null,
         ceiling: options.concurrency,
-        settledPace: options.adaptive === true ? monitor.settledPace : null,
+        settledPace: options.adaptive === true && target.client.answered ? monitor.settledPace : null,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
         byOtherJobs: readRowsByOtherJobs(ledger.db, job.id),

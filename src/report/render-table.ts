@@ -128,7 +128,9 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
 function partnerLines(report: Report, width: number): string[] {
   const p = report.partner;
   const share = `429 answers: ${formatInteger(p.throttled)} of ${formatInteger(p.attempts)} (${formatPercent(p.throttled_share)})`;
-  if (p.settled_limit === null) return [`Partner's limit: no per-second samples in this ledger · ${share}`];
+  if (p.settled_limit === null) {
+    return [`Partner's limit: ${p.samples > 0 ? 'none shown (the partner answered none of the requests)' : 'no per-second samples in this ledger'} · ${share}`];
+  }
   const lines = [
     `Partner's limit: settled at ${formatFixed(p.settled_limit, 0)} requests in flight${p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s`}${settledAtCeiling(p) ? ' (the --concurrency ceiling: no lower limit shown)' : ''}`,
     `  run ${p.settled_run_id ?? '–'}, median of its last ${formatInteger(p.settled_samples)} samples · peak limit ${formatFixed(p.limit_max, 0)} · peak in flight ${formatFixed(p.in_flight_max, 0)}`,

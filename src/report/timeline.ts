@@ -185,7 +185,10 @@ function settledSpan<T>(samples: readonly T[]): T[] {
  * samples, else in the run with the most. (Where `run` starts: {@link readStartingLimit}.)
  */
 export function readSettledLimit(db: Db, jobId: number): { runId: number; limit: number; samples: number; pace: number | null } | null {
-  const perRun = db.prepare('SELECT run_id, COUNT(*) AS n FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) GROUP BY run_id ORDER BY run_id')
+  // Runs the partner answered only (an answer other than a transient failure): a run it never
+  // answered shows our back-off, not its limit.
+  const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?)
+     GROUP BY run_id HAVING TOTAL(attempts - errors) > 0 ORDER BY run_id`)
     .all(jobId) as { run_id: number; n: number }[];
   const run = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
     ?? perRun.reduce<{ run_id: number; n: number } | undefined>((best, r) => (best === undefined || r.n >= best.n ? r : best), undefined);
@@ -202,7 +205,8 @@ export function readSettledLimit(db: Db, jobId: number): { runId: number; limit:
  * tonight's new job after last night's). Only adaptive runs the partner answered count (an answer
  * other than a transient failure: a 429 counts, a refused connection does not), and not runs that
  * halted (an outage, a refused key) or failed: their last limits say more about that night than
- * about the partner. Nor, so, a run stopped (Ctrl-C, --max-runtime) while the partner never answered. A run killed and not yet settled (still `running`) counts as the crash it was.
+ * about the partner; nor, so, a run stopped (Ctrl-C, --max-runtime) while the partner never
+ * answered. A run killed and not yet settled (still `running`) counts as the crash it was.
  * Preferred: the latest run with a minute of samples, else the latest.
  *
  * `used` tells whether that limit is one the partner set: below that run's `--concurrency`, and the

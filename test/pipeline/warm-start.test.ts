@@ -215,6 +215,9 @@ describe('adaptive concurrency across jobs', () => {
     const report = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
     expect((JSON.parse(report.stdout) as { runs: { end_reason: string | null }[] }).runs.map((r) => r.end_reason)).toEqual(['stopped after --max-runtime 3s']);
     expect((run2 as { attempts: number }).attempts).toBeGreaterThan(0); // it sent, and recorded limits: they must not be used
+    // Nor does its summary, or its report, claim a limit the partner showed.
+    expect(logLines(stopped.stderr).find((l) => l.event === 'summary')).toMatchObject({ settled_limit: null, settled_pace: null });
+    expect((JSON.parse(report.stdout) as { partner: { settled_limit: number | null } }).partner.settled_limit).toBeNull();
     // The warning said what else it might be than an outage.
     expect(logLines(stopped.stderr).find((l) => l.event === 'breaker_open')?.msg).toContain(`no request of this run has had an answer from ${sandbox.url}: if that address is wrong, fix --base-url (or --env)`);
     sandbox.setFaults({ resetBeforeRate: 0 });

@@ -168,7 +168,7 @@ export function errorRowsBySql(db: Db, jobId: number): Record<string, number> {
  */
 export function partnerBySql(db: Db, jobId: number) {
   const ofJob = 'run_id IN (SELECT id FROM runs WHERE job_id = ?)';
-  const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE ${ofJob} GROUP BY run_id ORDER BY run_id`)
+  const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE ${ofJob} GROUP BY run_id HAVING SUM(attempts) > SUM(errors) ORDER BY run_id`)
     .all(jobId) as { run_id: number; n: number }[];
   const long = perRun.filter((r) => r.n >= 60);
   const chosen = long.length > 0 ? long[long.length - 1] : [...perRun].sort((a, b) => b.n - a.n || b.run_id - a.run_id)[0];
