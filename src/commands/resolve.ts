@@ -64,15 +64,23 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
           ? `job ${jobId}: ${result.resolved.length} row(s) resolved from in_doubt to ${flags.as} (rows ${rows})`
           : result.newlyInDoubt > 0 ? `job ${jobId}: no row was in doubt before; nothing resolved` : `job ${jobId}: no rows in doubt; nothing to resolve`;
         const after = result.jobStatus === 'completed' ? `job ${jobId} is completed: every row is final` : nextRunText(jobId, result);
+        // Rows other jobs recorded duplicate on the word of rows now pending: their lead was never sent.
+        const others = [
+          ...result.reopened.map(({ jobId: other, rows: r }) =>
+            `job ${other}: ${r.length} row(s) recorded duplicate because of these rows are pending again (rows ${formatRowList(r)}): the next run of job ${other}'s file sends their leads, unless a run of job ${jobId} sends them first`),
+          ...result.notReopened.map(({ jobId: other, rows: r }) =>
+            `job ${other} is being run by another process: its ${r.length} row(s) recorded duplicate because of these rows (rows ${formatRowList(r)}) stay so, though their leads were never sent; once it ends, send them with \`quote-batch export --job ${other} --status duplicate --format source\` (keep those rows) and --resend-sent`),
+        ];
         if (ctx.jsonLog) {
           logger.info('resolved rows in doubt', {
             event: 'resolve', job: jobId, to: flags.as, resolved: result.resolved.length, job_status: result.jobStatus, unfinished: result.unfinished,
             crashed_runs: result.crashedRuns, newly_in_doubt: result.newlyInDoubt, in_doubt: result.inDoubt, read_to_end: result.readToEnd,
+            reopened_rows: result.reopened.reduce((n, r) => n + r.rows.length, 0), not_reopened_rows: result.notReopened.reduce((n, r) => n + r.rows.length, 0),
           });
         }
         // Recorded: a reader that closes standard output no longer changes the outcome.
         ctx.setExitCode(0);
-        ctx.io.out(`${[...crashed, done, after].join('\n')}\n`);
+        ctx.io.out(`${[...crashed, done, after, ...others].join('\n')}\n`);
       } finally {
         ledger.close();
       }

@@ -68,7 +68,7 @@ export const SQL = {
      WHERE r.row_key = ? AND r.job_id != ? AND j.environment = ? AND j.operation = ? AND r.row_key != 'row-' || r.row_number
        AND (r.state IN ('succeeded', 'in_doubt', 'in_flight') OR (r.state = 'duplicate' AND r.error_code = 'sent_by_other_job'))
      ORDER BY r.job_id`,
-  sentByRow: 'SELECT state, error_code, error_message, sent_by_job, sent_by_row FROM rows WHERE job_id = ? AND row_number = ?',
+  sentByRow: 'SELECT state, error_code, error_message, sent_by_job, sent_by_row FROM rows WHERE job_id = ? AND row_number = ? AND row_key IS ?',
   hasOtherJob: 'SELECT 1 FROM jobs WHERE environment = ? AND operation = ? AND id != ? LIMIT 1',
   rejectedByOtherJob:
     `SELECT r.job_id, r.row_number, r.http_status, r.error_code, r.error_message FROM rows r INDEXED BY rows_key_job JOIN jobs j ON j.id = r.job_id

@@ -342,35 +342,42 @@ export class Ledger {
    * number (`row-<n>`, when the mapping names no key) say nothing across files and never match.
    */
   sentByOtherJob(jobId: number, environment: string, operation: string, rowKey: string): SentRow | undefined {
-    for (const row of this.stmts.sentByOtherJob.iterate(boundKey(rowKey), jobId, environment, operation) as Iterable<SentRow & SentByColumns>) {
-      if (row.state !== 'duplicate' || this.evidenceHolds(row, jobId)) return { job_id: row.job_id, row_number: row.row_number, state: row.state };
+    const key = boundKey(rowKey);
+    for (const row of this.stmts.sentByOtherJob.iterate(key, jobId, environment, operation) as Iterable<SentRow & SentByColumns>) {
+      const found = { job_id: row.job_id, row_number: row.row_number, state: row.state };
+      if (row.state !== 'duplicate') return found;
+      const origin = this.evidenceOf(row, jobId, key);
+      if (origin !== false) return { ...found, origin: origin ?? { job_id: row.job_id, row_number: row.row_number } };
     }
     return undefined;
   }
 
   /**
-   * Follows a `sent_by_other_job` row to the row it found sent: true while that still shows the lead
-   * sent. Never when it leads back to job `askingJobId`: what that job did with the lead is no
-   * evidence against its sending it (its row may be the very one being marked `in_flight` now).
+   * Follows a `sent_by_other_job` row to the row it found sent. False when that no longer shows the
+   * lead sent, or leads back to job `askingJobId` (what that job did with the lead is no evidence
+   * against its sending it: its row may be the very one being marked `in_flight` now). Else the row
+   * at the end of the chain that sent the lead, or null when the chain ends in a row since pruned
+   * (what the last one recorded stands). A row of another key at the place pointed to is a job id
+   * reused after a prune: the row pointed to was pruned.
    */
-  private evidenceHolds(duplicate: SentByColumns, askingJobId: number): boolean {
+  private evidenceOf(duplicate: SentByColumns, askingJobId: number, rowKey: string | null): SentRowRef | null | false {
     let next = duplicate;
     const seen = new Set<string>();
     for (let hops = 0; hops < MAX_SENT_BY_HOPS; hops += 1) {
       const ref = sentByOf(next);
       // Nothing to follow (a message cut short before schema version 6): it counts, as it did.
-      if (ref === undefined) return true;
+      if (ref === undefined) return null;
       const at = `${ref.job_id}:${ref.row_number}`;
       if (ref.job_id === askingJobId || seen.has(at)) return false;
       seen.add(at);
-      const origin = this.stmts.sentByRow.get(ref.job_id, ref.row_number) as (SentByColumns & { state: RowState; error_code: string | null }) | undefined;
+      const origin = this.stmts.sentByRow.get(ref.job_id, ref.row_number, rowKey) as (SentByColumns & { state: RowState; error_code: string | null }) | undefined;
       // Gone with a pruned job: what it recorded stands.
-      if (origin === undefined) return true;
-      if (origin.state === 'succeeded' || origin.state === 'in_doubt' || origin.state === 'in_flight') return true;
+      if (origin === undefined) return null;
+      if (origin.state === 'succeeded' || origin.state === 'in_doubt' || origin.state === 'in_flight') return ref;
       if (origin.state !== 'duplicate' || origin.error_code !== 'sent_by_other_job') return false;
       next = origin;
     }
-    return true;
+    return null;
   }
 
   /** True when the ledger holds a job of this environment and operation other than `jobId`. */

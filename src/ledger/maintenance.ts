@@ -38,6 +38,14 @@ export interface ResolveResult {
   inDoubt: number;
   /** True when a run read the whole input (`jobs.total_rows` known): false, a run still has rows to read. */
   readToEnd: boolean;
+  /**
+   * Rows of other jobs recorded `duplicate` on the word of rows resolved `pending` here (the partner
+   * never had the lead): `pending` again, so that the next run of those jobs sends the lead if this
+   * job's does not first. Per job, rows in order.
+   */
+  reopened: { jobId: number; rows: number[] }[];
+  /** The same, in jobs a live process is running now: left as they were (run `resolve` again after it). */
+  notReopened: { jobId: number; rows: number[] }[];
 }
 
 /**
@@ -74,7 +82,7 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
       const refused = rows
         .map((row) => ({ row, state: (stateOf.get(jobId, row) as RowState | undefined) ?? null }))
         .filter((r) => r.state !== 'in_doubt');
-      if (refused.length > 0) return { resolved: [], refused, ...crashed, ...jobState(ledger, jobId) };
+      if (refused.length > 0) return { resolved: [], refused, ...crashed, ...jobState(ledger, jobId), reopened: [], notReopened: [] };
     }
     const at = now();
     const note = boundText(request.note);
@@ -86,12 +94,84 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
     if (request.to === 'pending' && rows.length > 0) {
       db.prepare('UPDATE jobs SET resume_row = NULL, resume_offset = NULL, resume_line = NULL WHERE id = ? AND resume_row > ?').run(jobId, rows[0]);
     }
+    const dependents = request.to === 'pending' ? reopenDependents(ledger, jobId, rows, at) : { reopened: [], notReopened: [] };
     const after = jobState(ledger, jobId);
     const status: JobStatus = after.unfinished === 0 && everyRowRecorded(ledger, jobId) ? 'completed' : after.jobStatus === 'completed' ? 'interrupted' : after.jobStatus;
     if (status !== after.jobStatus) ledger.setJobStatus(jobId, status);
-    return { resolved: rows, refused: [], ...crashed, ...after, jobStatus: status };
+    return { resolved: rows, refused: [], ...crashed, ...after, jobStatus: status, ...dependents };
   });
   return ledger.withJobLock(jobId, () => tx.immediate());
+}
+
+/** Most links followed from a row resolved `pending` to the rows recorded duplicate on its word, and on theirs. */
+const MAX_REOPEN_HOPS = 64;
+
+/**
+ * Rows of other jobs recorded `duplicate` (`sent_by_other_job`) because of rows of `jobId` now
+ * resolved `pending` (or because of such duplicates in turn) become `pending` again, in the jobs
+ * whose lock this process can take: the lead was never sent, and their job would otherwise call it
+ * sent for good. Each is recorded in `resolutions` (from `duplicate`); their job is `interrupted`
+ * again and reads its input from the start. Call inside the resolving transaction.
+ */
+function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[], at: string): Pick<ResolveResult, 'reopened' | 'notReopened'> {
+  const { db } = ledger;
+  const dependentsOf = db.prepare(
+    `SELECT job_id, row_number FROM rows WHERE sent_by_job = ? AND sent_by_row = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'`,
+  );
+  const reopen = db.prepare(
+    `UPDATE rows SET state = 'pending', error_code = NULL, error_message = NULL, sent_by_job = NULL, sent_by_row = NULL, updated_at = ?
+     WHERE job_id = ? AND row_number = ?`,
+  );
+  const record = db.prepare(
+    `INSERT INTO resolutions (job_id, row_number, from_state, to_state, note, resolved_at) VALUES (?, ?, 'duplicate', 'pending', ?, ?)`,
+  );
+  const reopened = new Map<number, number[]>();
+  const notReopened = new Map<number, number[]>();
+  const locked = new Set<number>();
+  const busy = new Set<number>();
+  let frontier = rows.map((row) => ({ job_id: jobId, row_number: row }));
+  try {
+    for (let hop = 0; hop < MAX_REOPEN_HOPS && frontier.length > 0; hop += 1) {
+      const next: { job_id: number; row_number: number }[] = [];
+      for (const from of frontier) {
+        for (const dep of dependentsOf.all(from.job_id, from.row_number) as { job_id: number; row_number: number }[]) {
+          if (dep.job_id === jobId || busy.has(dep.job_id)) {
+            if (dep.job_id !== jobId) push(notReopened, dep.job_id, dep.row_number);
+            continue;
+          }
+          if (!locked.has(dep.job_id)) {
+            if (!ledger.tryLockJob(dep.job_id)) {
+              busy.add(dep.job_id);
+              push(notReopened, dep.job_id, dep.row_number);
+              continue;
+            }
+            locked.add(dep.job_id);
+          }
+          reopen.run(at, dep.job_id, dep.row_number);
+          record.run(dep.job_id, dep.row_number, `reopened: its lead's row ${from.row_number} of job ${from.job_id} was resolved pending (never sent)`, at);
+          push(reopened, dep.job_id, dep.row_number);
+          next.push(dep);
+        }
+      }
+      frontier = next;
+    }
+    for (const [job, jobRows] of reopened) {
+      // Not completed any more; a resumed run starts reading at the resume point, which must not lie past a row to send.
+      if (ledger.getJob(job)?.status === 'completed') ledger.setJobStatus(job, 'interrupted');
+      db.prepare('UPDATE jobs SET resume_row = NULL, resume_offset = NULL, resume_line = NULL WHERE id = ? AND resume_row > ?').run(job, Math.min(...jobRows));
+    }
+  } finally {
+    for (const job of locked) ledger.unlockJob(job);
+  }
+  const listed = (m: Map<number, number[]>): { jobId: number; rows: number[] }[] =>
+    [...m].sort(([a], [b]) => a - b).map(([job, r]) => ({ jobId: job, rows: [...new Set(r)].sort((a, b) => a - b) }));
+  return { reopened: listed(reopened), notReopened: listed(notReopened) };
+}
+
+function push(map: Map<number, number[]>, key: number, value: number): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
 }
 
 /**

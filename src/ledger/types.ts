@@ -57,6 +57,11 @@ export interface SentRow {
   job_id: number;
   row_number: number;
   state: 'succeeded' | 'in_doubt' | 'in_flight' | 'duplicate';
+  /**
+   * For a `duplicate` row found: the row at the end of its chain that sent (or may have sent) the
+   * lead, else that row itself (its chain ends in a pruned job). A row recording this one refers to it.
+   */
+  origin?: SentRowRef;
 }
 
 /** A row of another job whose request, the same body, the partner rejected: its answer. */

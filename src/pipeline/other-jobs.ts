@@ -121,8 +121,9 @@ function sentMessage(rowKey: string, sent: SentRow): string {
 export function sentByOtherJob(rowKey: string, sent: SentRow): { state: 'duplicate'; errorCode: 'sent_by_other_job'; errorMessage: string; sentBy: SentRowRef } {
   return {
     state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: bounded(sentMessage(rowKey, sent)),
-    // Followed by later lookups: this row counts only while that one does.
-    sentBy: { job_id: sent.job_id, row_number: sent.row_number },
+    // Followed by later lookups: this row counts only while that one does. The end of the chain, so
+    // that the row refers to the row that sent the lead even once the jobs between are pruned.
+    sentBy: sent.origin ?? { job_id: sent.job_id, row_number: sent.row_number },
   };
 }
 

@@ -91,8 +91,8 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
     if (doubtful > 0) {
       const there = doubtJobs.length === 1 ? `job ${doubtJobs[0]}` : `jobs ${doubtJobs.join(', ')}`;
       lines.push(`Of those, ${doubtful} only may have been sent: their rows are in doubt in ${there}. Settle them there`,
-        `  quote-batch resolve --ledger ${ledger.path} --job ${doubtJobs[0]} --rows <n,...> --as succeeded|pending`,
-        `(pending: the partner never had the lead, and the next run of ${there} sends it).`);
+        ...doubtJobs.slice(0, 3).map((other) => `  quote-batch resolve --ledger ${ledger.path} --job ${other} --rows <n,...> --as succeeded|pending`),
+        '(pending: the partner never had the lead; these rows become pending again, and the next run sends it).');
     }
   }
   if (rejectedBefore > 0) {

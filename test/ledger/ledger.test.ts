@@ -42,10 +42,10 @@ describe('ledger', () => {
     first.recordRunSample(run.id, { elapsedMs: 1000, ...sample });
     first.insertRows(job.id, [{ rowNumber: 1, rowKey: 'click-1', agentEmail: null, state: 'succeeded' }]);
     first.close();
-    // The same file as version 3 wrote it: run_samples without pace_rate (4) nor in_flight_max, rows without request_sha256 nor rows_key_job (5), nor sent_by_job/row and runs.end_reason (6).
+    // The same file as version 3 wrote it: run_samples without pace_rate (4) nor in_flight_max, rows without request_sha256 nor rows_key_job (5), nor sent_by_job/row and runs.end_reason, retry_after_at (6).
     const old = new Database(path);
     old.exec(`ALTER TABLE run_samples DROP COLUMN pace_rate; ALTER TABLE run_samples DROP COLUMN in_flight_max; ALTER TABLE rows DROP COLUMN request_sha256; DROP INDEX rows_key_job;
-      ALTER TABLE rows DROP COLUMN sent_by_job; ALTER TABLE rows DROP COLUMN sent_by_row; ALTER TABLE runs DROP COLUMN end_reason`);
+      ALTER TABLE rows DROP COLUMN sent_by_job; ALTER TABLE rows DROP COLUMN sent_by_row; ALTER TABLE runs DROP COLUMN end_reason; ALTER TABLE runs DROP COLUMN retry_after_at`);
     old.pragma('user_version = 3');
     old.close();
 

@@ -37,11 +37,49 @@ function errorOf(fn: () => unknown): { code: string; message: string } | undefin
 describe('resolve', () => {
   const tmp = useTempDir();
 
+  it('resolved pending, a row reopens the rows other jobs recorded duplicate on its word (and on theirs), in jobs not running now', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const one = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt'], 'a');
+    // Job 2 recorded rows 2 and 3 duplicate on job 1's word; job 3 its row 2 on job 2's (a chain).
+    const dup = (job: number, row: number) => ({ state: 'duplicate' as const, attempts: 0, errorCode: 'sent_by_other_job', errorMessage: 'sent before', sentBy: { job_id: job, row_number: row } });
+    const two = makeJob(ledger, ['succeeded', 'succeeded', 'succeeded'], 'b');
+    ledger.recordOutcome(two, 1, 2, dup(one, 2), []);
+    ledger.recordOutcome(two, 1, 3, dup(one, 3), []);
+    ledger.db.prepare('UPDATE jobs SET resume_row = 4 WHERE id = ?').run(two);
+    const three = makeJob(ledger, ['succeeded', 'succeeded'], 'c');
+    ledger.recordOutcome(three, 1, 2, dup(two, 2), []);
+    // A fourth job, running in another process now, recorded its row 1 on job 1's row 2 too.
+    const four = makeJob(ledger, ['succeeded'], 'd');
+    ledger.recordOutcome(four, 1, 1, dup(one, 2), []);
+    const other = Ledger.open(tmp.path('l.db'));
+    other.lockJob(four);
+    try {
+      const result = resolveInDoubt(ledger, { jobId: one, rows: [2], to: 'pending', note: 'not received' });
+      expect(result).toMatchObject({ resolved: [2], reopened: [{ jobId: two, rows: [2] }, { jobId: three, rows: [2] }], notReopened: [{ jobId: four, rows: [1] }] });
+    } finally {
+      other.close();
+    }
+    expect(ledger.countsByState(two)).toMatchObject({ pending: 1, duplicate: 1, succeeded: 1 });
+    expect(ledger.countsByState(three)).toMatchObject({ pending: 1, succeeded: 1 });
+    expect(ledger.countsByState(four)).toMatchObject({ duplicate: 1 });
+    // Not completed any more, read from the start again; each reopening recorded.
+    expect(ledger.getJob(two)).toMatchObject({ status: 'interrupted', resume_row: null });
+    expect(ledger.getJob(three)?.status).toBe('interrupted');
+    expect(ledger.db.prepare(`SELECT job_id, row_number, from_state, to_state FROM resolutions WHERE job_id != ? ORDER BY job_id`).all(one)).toEqual([
+      { job_id: two, row_number: 2, from_state: 'duplicate', to_state: 'pending' },
+      { job_id: three, row_number: 2, from_state: 'duplicate', to_state: 'pending' },
+    ]);
+    // Resolved succeeded, a row reopens nothing: the lead was sent.
+    expect(resolveInDoubt(ledger, { jobId: one, rows: [3], to: 'succeeded', note: null })).toMatchObject({ reopened: [], notReopened: [] });
+    expect(ledger.countsByState(two)).toMatchObject({ duplicate: 1 });
+    ledger.close();
+  });
+
   it('settles rows in doubt, records each with its note, and completes the job when every row is final', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt', 'rejected']);
     const result = resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: 'partner confirmed, ticket 42' });
-    expect(result).toEqual({ resolved: [2, 3], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'completed', unfinished: 0, inDoubt: 0, readToEnd: true });
+    expect(result).toEqual({ resolved: [2, 3], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'completed', unfinished: 0, inDoubt: 0, readToEnd: true, reopened: [], notReopened: [] });
     expect(ledger.countsByState(jobId)).toMatchObject({ succeeded: 3, in_doubt: 0, rejected: 1 });
     const resolutions = ledger.db.prepare('SELECT row_number, from_state, to_state, note FROM resolutions ORDER BY row_number').all();
     expect(resolutions).toEqual([
@@ -106,7 +144,7 @@ describe('resolve', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
     expect(resolveInDoubt(ledger, { jobId, rows: [2], to: 'pending', note: 'not at the partner' })).toEqual({
-      resolved: [2], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'interrupted', unfinished: 1, inDoubt: 0, readToEnd: true,
+      resolved: [2], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'interrupted', unfinished: 1, inDoubt: 0, readToEnd: true, reopened: [], notReopened: [],
     });
     expect(ledger.countsByState(jobId).pending).toBe(1);
     ledger.close();

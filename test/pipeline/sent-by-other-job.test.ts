@@ -120,7 +120,7 @@ describe('rows another job already sent', () => {
     expect(resumed.stderr.match(/its lead was already sent to the partner by job 1/g)).toHaveLength(1);
   });
 
-  it('uat: rows job 2 found only in doubt in job 1, which ops then resolve `pending` there, are sent by job 1 next run', async () => {
+  it('uat: rows job 2 found only in doubt in job 1, which ops then resolve `pending` there, are pending again in job 2 and sent once', async () => {
     // Night 1 ended with rows 1-3 in doubt (a reset after sending); the partner never had their leads.
     expect((await run(SAMPLE_CSV, 'uat')).code).toBe(1);
     const db = new Database(tmp.path('l.db'));
@@ -131,7 +131,7 @@ describe('rows another job already sent', () => {
     // the summary, the log's summary line and the report say they are settled in job 1.
     const night2 = await run(fixedInPlace(), 'uat', ['--json-log']);
     expect(night2.code).toBe(1);
-    expect(night2.stdout).toContain(`\nOf those, 3 only may have been sent: their rows are in doubt in job 1. Settle them there\n  quote-batch resolve --ledger ${tmp.path('l.db')} --job 1 --rows <n,...> --as succeeded|pending\n(pending: the partner never had the lead, and the next run of job 1 sends it).\n`);
+    expect(night2.stdout).toContain(`\nOf those, 3 only may have been sent: their rows are in doubt in job 1. Settle them there\n  quote-batch resolve --ledger ${tmp.path('l.db')} --job 1 --rows <n,...> --as succeeded|pending\n(pending: the partner never had the lead; these rows become pending again, and the next run sends it).\n`);
     const summaryLine = night2.stderr.split('\n').filter((l) => l.includes('"event":"summary"')).map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(summaryLine.map((l) => [l.sent_by_other_job, l.in_doubt_in_other_job])).toEqual([[178, 3]]);
     const report2 = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
@@ -146,20 +146,29 @@ describe('rows another job already sent', () => {
     // Ops ask the partner: rows 1 and 2 never arrived, row 3 did.
     const resolved = await runCli(['resolve', '--ledger', tmp.path('l.db'), '--job', '1', '--rows', '1,2', '--as', 'pending', '--note', 'partner: not received'], { cwd: tmp.dir });
     expect(resolved.code, resolved.stderr).toBe(0);
+    // Job 2 recorded rows 1 and 2 duplicate on those rows' word: they are pending again there too.
+    expect(resolved.stdout).toContain("\njob 2: 2 row(s) recorded duplicate because of these rows are pending again (rows 1-2): the next run of job 2's file sends their leads, unless a run of job 1 sends them first\n");
+    expect(readLedger(tmp.path('l.db'), 2).rows.filter((r) => r.row_number <= 3).map((r) => r.state)).toEqual(['pending', 'pending', 'duplicate']);
+    expect(db.prepare(`SELECT row_number, from_state, to_state FROM resolutions WHERE job_id = 2 ORDER BY row_number`).all())
+      .toEqual([1, 2].map((n) => ({ row_number: n, from_state: 'duplicate', to_state: 'pending' })));
     expect((await runCli(['resolve', '--ledger', tmp.path('l.db'), '--job', '1', '--rows', '3', '--as', 'succeeded'], { cwd: tmp.dir })).code).toBe(0);
-    // Job 2's duplicates of rows 1 and 2 pointed at rows now pending: they are no evidence, and job 1 sends both.
-    const again = await run(SAMPLE_CSV, 'uat');
-    expect(again.code, again.stderr).toBe(1); // completed; the samples' rows to fix
+    // The file was fixed in place: job 2's file is the one run now. It sends the two leads, once.
+    const fixedAgain = await run(fixedInPlace(), 'uat');
+    expect(fixedAgain.code, fixedAgain.stderr).toBe(1); // completed; the samples' rows to fix
     expect(sandbox.stats().operations.quote.received).toBe(3);
-    expect(Object.keys(sandbox.stats().leads)).toHaveLength(3);
-    expect(sandbox.stats().duplicateLeads).toEqual([]);
-    const job1 = readLedger(tmp.path('l.db'), 1);
-    expect(job1.rows.filter((r) => r.row_number <= 3).map((r) => r.state)).toEqual(['succeeded', 'succeeded', 'succeeded']);
-    expect(job1.jobs.find((j) => j.id === 1)?.status).toBe('completed');
+    expect(readLedger(tmp.path('l.db'), 2).rows.filter((r) => r.row_number <= 3).map((r) => r.state)).toEqual(['succeeded', 'succeeded', 'duplicate']);
     // Job 2's report: none of its leads is in doubt anywhere now.
     const settled = await runCli(['report', '--ledger', tmp.path('l.db'), '--job', '2', '--format', 'json'], { cwd: tmp.dir });
     expect(JSON.parse(settled.stdout).rows.by_other_jobs).toMatchObject({ in_doubt_there: 0, in_doubt_jobs: [] });
-    // And a third job finds them sent, through job 1's rows now.
+    // Job 1, run again (its file as it was), finds them sent by job 2, and sends nothing.
+    const again = await run(SAMPLE_CSV, 'uat');
+    expect(again.code, again.stderr).toBe(1);
+    expect(sandbox.stats().operations.quote.received).toBe(3);
+    expect(readLedger(tmp.path('l.db'), 1).rows.filter((r) => r.row_number <= 3).map((r) => r.state)).toEqual(['duplicate', 'duplicate', 'succeeded']);
+    expect(readLedger(tmp.path('l.db'), 1).jobs.find((j) => j.id === 1)?.status).toBe('completed');
+    expect(Object.keys(sandbox.stats().leads)).toHaveLength(3);
+    expect(sandbox.stats().duplicateLeads).toEqual([]);
+    // And a third job finds them sent.
     const third = await run(fixedInPlace(), 'uat', ['--fresh']);
     expect(third.code, third.stderr).toBe(1);
     expect(sandbox.stats().operations.quote.received).toBe(3);
@@ -214,7 +223,7 @@ describe('Ledger: rows of other jobs', () => {
       expect(find(four, 'k')).toEqual({ job_id: one, row_number: 1, state: 'in_flight' });
       // Job 1 pruned: what job 2 recorded stands (the lead was sent).
       ledger.db.prepare('DELETE FROM rows WHERE job_id = ?').run(one);
-      expect(find(four, 'k')).toEqual({ job_id: two, row_number: 1, state: 'duplicate' });
+      expect(find(four, 'k')).toEqual({ job_id: two, row_number: 1, state: 'duplicate', origin: { job_id: two, row_number: 1 } });
       // A ring of duplicates pointing at one another is no evidence.
       ledger.insertRows(one, [dup({ job_id: three, row_number: 1 })]); // 1 → 3 → 2 → 1
       expect(find(four, 'k')).toBeUndefined();
@@ -224,8 +233,9 @@ describe('Ledger: rows of other jobs', () => {
       ledger.insertRows(two, [{ ...dup(null, message), rowNumber: 8, rowKey: 'old' }, { ...dup(null), rowNumber: 9, rowKey: 'older' }]);
       expect(find(three, 'old')).toBeUndefined(); // job 4's row 5 is pending
       setState(four, 5, 'in_doubt');
-      expect(find(three, 'old')).toEqual({ job_id: two, row_number: 8, state: 'duplicate' });
-      expect(find(three, 'older')).toEqual({ job_id: two, row_number: 9, state: 'duplicate' });
+      // A row recording it would refer to the row that sent (may have sent) the lead: job 4's.
+      expect(find(three, 'old')).toEqual({ job_id: two, row_number: 8, state: 'duplicate', origin: { job_id: four, row_number: 5 } });
+      expect(find(three, 'older')).toEqual({ job_id: two, row_number: 9, state: 'duplicate', origin: { job_id: two, row_number: 9 } });
     } finally {
       ledger.close();
     }
@@ -255,11 +265,11 @@ describe('Ledger: rows of other jobs', () => {
       const next = job('uat', 'quote');
       expect(ledger.hasOtherJob(next, 'uat', 'quote')).toBe(true);
       expect(ledger.hasOtherJob(production, 'production', 'quote')).toBe(false);
-      const cases: [number, string, { job_id: number; row_number: number; state: string } | undefined][] = [
+      const cases: [number, string, { job_id: number; row_number: number; state: string; origin?: { job_id: number; row_number: number } } | undefined][] = [
         [next, 'sent', { job_id: uat, row_number: 1, state: 'succeeded' }],
         [next, 'doubt', { job_id: uat, row_number: 2, state: 'in_doubt' }],
         [next, 'out', { job_id: uat, row_number: 7, state: 'in_flight' }],
-        [next, 'found', { job_id: uat, row_number: 8, state: 'duplicate' }],
+        [next, 'found', { job_id: uat, row_number: 8, state: 'duplicate', origin: { job_id: uat, row_number: 8 } }],
         [next, 'repeat', undefined],
         [next, 'refused', undefined],
         [next, 'waiting', undefined],
