@@ -32,11 +32,10 @@ export const SQL = {
   runsOf: 'SELECT * FROM runs WHERE job_id = ? ORDER BY id',
   heartbeat: 'UPDATE runs SET heartbeat_at = ? WHERE id = ?',
   finishRun: 'UPDATE runs SET status = ?, finished_at = ?, end_reason = ?, retry_after_at = ? WHERE id = ?',
-  // The latest time a run against this partner was told to wait until (a halting Retry-After), if still to come.
+  // The latest time a run of the job was told to wait until (a halting Retry-After), if still to come.
   retryAfterOf:
-    `SELECT r.id AS run_id, r.job_id, r.retry_after_at FROM runs r JOIN jobs j ON j.id = r.job_id
-     WHERE j.environment = ? AND j.operation = ? AND rtrim(j.base_url, '/') = rtrim(?, '/') AND r.retry_after_at > ?
-     ORDER BY r.retry_after_at DESC LIMIT 1`,
+    `SELECT id AS run_id, job_id, retry_after_at FROM runs WHERE job_id = ? AND retry_after_at > ?
+     ORDER BY retry_after_at DESC LIMIT 1`,
   // The request each row left in flight was an attempt: recorded (in doubt, error process_stopped) in
   // the run that marked it (the latest to start before the mark: a crashed run, or one that failed),
   // from its mark to that run's end (the time it was known in flight at least).

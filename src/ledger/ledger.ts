@@ -297,11 +297,12 @@ export class Ledger {
   }
 
   /**
-   * The latest time a run against this partner (environment, operation, base URL) was asked by a
-   * Retry-After to wait until, when it is still to come at `at`.
+   * The latest time a run of job `jobId` was asked by a Retry-After to wait until, when it is still to
+   * come at `at`. Only the job's own runs: another job (tomorrow's file) asks the partner itself, and
+   * `--fresh` starts a job that does, when the time recorded is wrong.
    */
-  retryAfterOf(partner: { environment: string; operation: string; baseUrl: string }, at: Date = new Date()): { run_id: number; job_id: number; until: Date } | undefined {
-    const found = this.stmts.retryAfterOf.get(partner.environment, partner.operation, partner.baseUrl, at.toISOString()) as
+  retryAfterOf(jobId: number, at: Date = new Date()): { run_id: number; job_id: number; until: Date } | undefined {
+    const found = this.stmts.retryAfterOf.get(jobId, at.toISOString()) as
       { run_id: number; job_id: number; retry_after_at: string } | undefined;
     return found === undefined ? undefined : { run_id: found.run_id, job_id: found.job_id, until: new Date(found.retry_after_at) };
   }

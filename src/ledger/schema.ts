@@ -247,7 +247,7 @@ export const MIGRATIONS: readonly string[] = [
   // runs.end_reason: why a run stopped or halted (the summary's "stopped" line), for `report` the
   // next morning; null for a run that ended normally, and before.
   // runs.retry_after_at: for a run halted by a Retry-After longer than --max-retry-after, when the
-  // partner may be called again: a run started before then against the same partner waits for it.
+  // partner may be called again: a run of the same job started before then waits for it.
   `
   ALTER TABLE rows ADD COLUMN sent_by_job INTEGER;
   ALTER TABLE rows ADD COLUMN sent_by_row INTEGER;

@@ -68,7 +68,9 @@ class GotPartnerClient implements PartnerClient {
   #haltKind: HaltKind | null = null;
   #probing = false;
   #probeEmail = FALLBACK_PROBE_EMAIL;
-  /** True once any request of this client got an HTTP answer (of any status). */
+  /** True once any request of this client got an HTTP answer (of any status): the address is right. */
+  #reached = false;
+  /** True once a request got an answer other than a transient failure (a 429 counts), as run samples count them. */
   #answered = false;
   /** No request leaves before this (epoch ms): a Retry-After an earlier run was given ({@link holdUntil}). */
   #heldUntilMs = 0;
@@ -416,12 +418,13 @@ class GotPartnerClient implements PartnerClient {
     const t0 = performance.now();
     const raw = await this.#transport.post(this.#endpoints[kind].url, payload);
     const durationMs = Math.round(performance.now() - t0);
-    if (raw.type === 'response') this.#answered = true;
+    if (raw.type === 'response') this.#reached = true;
     const parsed = raw.type === 'response' ? parseAnswerBody(raw.redacted === true ? raw.text : this.#redactor.redact(raw.text), raw.truncated, raw.bytes) : { body: null, stored: null };
     const cls = classifyAnswer(kind, raw.type === 'response'
       ? { type: 'response', status: raw.status, body: parsed.body }
       : raw);
     this.#metrics.record(durationMs, cls);
+    if (cls.throttled || (cls.breaker !== 'failure' && cls.breaker !== 'in_doubt')) this.#answered = true;
     const record: AttemptRecord = {
       kind,
       startedAt,
@@ -438,7 +441,7 @@ class GotPartnerClient implements PartnerClient {
    * never answered may be the wrong address (a typo in --base-url, a closed port) rather than down.
    */
   #neverAnswered(): string {
-    return this.#answered ? '' : `; no request of this run has had an answer from ${this.#baseShown}: if that address is wrong, fix --base-url (or --env)`;
+    return this.#reached ? '' : `; no request of this run has had an answer from ${this.#baseShown}: if that address is wrong, fix --base-url (or --env)`;
   }
 
   #haltWith(kind: HaltKind, reason: string, retryAfter?: Date): void {

@@ -232,8 +232,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       reader = jobReader;
       const monitor = new RunMonitor(ledger, logger, job.id, run.id, options.maxOutageMs ?? 600_000);
       forward = monitor.onClientEvent;
-      // A Retry-After that halted an earlier run against this partner, not over yet: no request leaves before it.
-      const asked = ledger.retryAfterOf({ environment: options.environment, operation: options.operation, baseUrl: target.baseUrl });
+      // A Retry-After that halted an earlier run of this job, not over yet: no request leaves before it.
+      const asked = ledger.retryAfterOf(job.id);
       if (asked !== undefined && target.client.holdUntil(asked.until, `run ${asked.run_id} (job ${asked.job_id})`) === 'held') {
         logger.warn(`the partner asked run ${asked.run_id} (job ${asked.job_id}) to wait until ${asked.until.toISOString()}: no request leaves before then`, {
           event: 'retry_after_held', until: asked.until.toISOString(), from_run: asked.run_id, from_job: asked.job_id,

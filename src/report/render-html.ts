@@ -232,8 +232,9 @@ function partnerSentence(report: Report): string {
     ? 'no request was sent.'
     : `${formatInteger(p.throttled)} of ${formatInteger(p.attempts)} answers were 429 (${formatPercent(p.throttled_share)}).`;
   if (p.settled_limit === null) {
+    if (p.attempts === 0) return 'No limit shown: no request was sent.';
     return p.samples > 0
-      ? `No limit shown: the partner answered none of the runs' requests (refused, reset or failed), so they say nothing of its limit; ${share}`
+      ? `No limit shown: no request had an answer but failures (refused, reset, 5xx, time-outs), so the runs say nothing of the partner's limit; ${share}`
       : `No per-second samples in this ledger (a run of an older quote-batch, or none yet), so the limit over time is unknown; ${share}`;
   }
   const paced = p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s since the partner's 429s (about its rate limit)`;

@@ -129,7 +129,9 @@ function partnerLines(report: Report, width: number): string[] {
   const p = report.partner;
   const share = `429 answers: ${formatInteger(p.throttled)} of ${formatInteger(p.attempts)} (${formatPercent(p.throttled_share)})`;
   if (p.settled_limit === null) {
-    return [`Partner's limit: ${p.samples > 0 ? 'none shown (the partner answered none of the requests)' : 'no per-second samples in this ledger'} · ${share}`];
+    const why = p.attempts === 0 ? 'none shown (no request was sent)'
+      : p.samples > 0 ? 'none shown (no request had an answer but failures: refused, reset, 5xx, time-outs)' : 'no per-second samples in this ledger';
+    return [`Partner's limit: ${why} · ${share}`];
   }
   const lines = [
     `Partner's limit: settled at ${formatFixed(p.settled_limit, 0)} requests in flight${p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s`}${settledAtCeiling(p) ? ' (the --concurrency ceiling: no lower limit shown)' : ''}`,

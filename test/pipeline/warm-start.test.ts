@@ -220,7 +220,13 @@ describe('adaptive concurrency across jobs', () => {
     expect((JSON.parse(report.stdout) as { partner: { settled_limit: number | null } }).partner.settled_limit).toBeNull();
     // The warning said what else it might be than an outage.
     expect(logLines(stopped.stderr).find((l) => l.event === 'breaker_open')?.msg).toContain(`no request of this run has had an answer from ${sandbox.url}: if that address is wrong, fix --base-url (or --env)`);
-    sandbox.setFaults({ resetBeforeRate: 0 });
+    // A partner that answers, but only 503s: its address is right (no such warning), its limit unknown all the same.
+    sandbox.setFaults({ resetBeforeRate: 0, outage: true, retryAfterSeconds: 0 });
+    const only503 = await run(files.second, sandbox.url, ['--max-runtime', '3s']);
+    expect(only503.code).toBe(3);
+    expect(logLines(only503.stderr).find((l) => l.event === 'summary')).toMatchObject({ settled_limit: null, settled_pace: null });
+    expect(only503.stderr).not.toContain('no request of this run has had an answer');
+    sandbox.setFaults({ outage: false });
     const third = await run(files.third, sandbox.url);
     expect(logLines(third.stderr).filter((l) => l.event === 'warm_start')).toEqual([expect.objectContaining({ from_job: 1, from_run: 1 })]);
   });
