@@ -5,7 +5,7 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
 import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution, type ResolveResult } from '../ledger/index.js';
-import { SETTLE_IN_DOUBT } from '../report/index.js';
+import { SETTLE_IN_DOUBT } from '../advice.js';
 import { resolveJobId } from '../report/index.js';
 import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 

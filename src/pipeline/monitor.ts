@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
 import { settledLimitOf, settledPaceOf } from '../report/timeline.js';
-import { SETTLE_IN_DOUBT } from '../report/index.js';
+import { SETTLE_IN_DOUBT } from '../advice.js';
 
 const SAMPLE_EVERY_MS = 1000;
 /** Transient failures (5xx, time-outs, 429s) within this window that make a warn line. */

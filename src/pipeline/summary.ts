@@ -2,7 +2,8 @@
 import { formatErrorGroupLines } from '../error-groups.js';
 import type { Ledger } from '../ledger/index.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { readErrorGroups, SETTLE_IN_DOUBT } from '../report/index.js';
+import { SETTLE_IN_DOUBT } from '../advice.js';
+import { readErrorGroups } from '../report/index.js';
 import type { RunJobResult } from './run-job.js';
 
 /** The closing line: what the exit code means and, for 3, what to do next. */

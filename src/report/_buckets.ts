@@ -84,9 +84,6 @@ export function stoppedNote(report: Report): string | undefined {
   return `run ${last.id} ${last.status}: ${last.end_reason}`;
 }
 
-/** What to do with rows in doubt, wherever some are left: only the partner can say which to send again. */
-export const SETTLE_IN_DOUBT = 'check them with the partner (quote-batch export --status in_doubt), settle them with `quote-batch resolve`';
-
 /** True when the limit settled at its run's `--concurrency`: the user's ceiling, not a limit the partner showed. */
 export function settledAtCeiling(partner: ReportPartner): boolean {
   return partner.settled_limit !== null && partner.settled_ceiling !== null && partner.settled_limit >= partner.settled_ceiling;

@@ -5,7 +5,8 @@
  * an 800 px window to a laptop screen: charts and tables go to one column, long text wraps.
  */
 import { ROW_STATES, type RowState } from '../ledger/index.js';
-import { jobStatusLabel, runStatusLabel, SETTLE_IN_DOUBT, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
+import { SETTLE_IN_DOUBT } from '../advice.js';
+import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
 import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
 import {

@@ -5,7 +5,8 @@
  */
 import { formatErrorGroupLines, wrapWords } from '../error-groups.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { jobStatusLabel, runStatusLabel, SETTLE_IN_DOUBT, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
+import { SETTLE_IN_DOUBT } from '../advice.js';
+import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import {
   cleanText, formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
   truncateStart, truncateText,
