@@ -283,10 +283,10 @@ export class Ledger {
     this.stmts.heartbeat.run(now(), runId);
   }
 
-  /** Records how a run ended and, for a run this connection started, releases its job's lock. */
   /**
    * Records how run `runId` ended, why when it stopped or halted (`endReason`), and until when the
-   * partner asked not to be called when a Retry-After halted it (`retryAfter`); then releases its job.
+   * partner asked not to be called when a Retry-After halted it (`retryAfter`); for a run this
+   * connection started, then releases its job's lock.
    */
   finishRun(runId: number, status: RunStatus, endReason: string | null = null, retryAfter: Date | null = null): void {
     this.stmts.finishRun.run(status, now(), boundText(endReason), retryAfter?.toISOString() ?? null, runId);

@@ -243,7 +243,8 @@ export const MIGRATIONS: readonly string[] = [
   // 6: rows.sent_by_job, sent_by_row: for a row recorded duplicate because another job sent (or may
   // have sent) its lead, that job's row. A later lookup follows it, so that a row whose only evidence
   // was a row since resolved `pending` (the partner never had the lead) is not evidence any more;
-  // rows written before (null) count as they did.
+  // rows written before (null) count as they did. rows_sent_by (partial: only such rows) finds the
+  // rows that refer to a row `resolve` settles as pending.
   // runs.end_reason: why a run stopped or halted (the summary's "stopped" line), for `report` the
   // next morning; null for a run that ended normally, and before.
   // runs.retry_after_at: for a run halted by a Retry-After longer than --max-retry-after, when the
@@ -253,6 +254,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE rows ADD COLUMN sent_by_row INTEGER;
   ALTER TABLE runs ADD COLUMN end_reason TEXT;
   ALTER TABLE runs ADD COLUMN retry_after_at TEXT;
+  CREATE INDEX rows_sent_by ON rows (sent_by_job, sent_by_row) WHERE sent_by_job IS NOT NULL;
   `,
 ];
 

@@ -45,7 +45,7 @@ describe('ledger', () => {
     // The same file as version 3 wrote it: run_samples without pace_rate (4) nor in_flight_max, rows without request_sha256 nor rows_key_job (5), nor sent_by_job/row and runs.end_reason, retry_after_at (6).
     const old = new Database(path);
     old.exec(`ALTER TABLE run_samples DROP COLUMN pace_rate; ALTER TABLE run_samples DROP COLUMN in_flight_max; ALTER TABLE rows DROP COLUMN request_sha256; DROP INDEX rows_key_job;
-      ALTER TABLE rows DROP COLUMN sent_by_job; ALTER TABLE rows DROP COLUMN sent_by_row; ALTER TABLE runs DROP COLUMN end_reason; ALTER TABLE runs DROP COLUMN retry_after_at`);
+      DROP INDEX rows_sent_by; ALTER TABLE rows DROP COLUMN sent_by_job; ALTER TABLE rows DROP COLUMN sent_by_row; ALTER TABLE runs DROP COLUMN end_reason; ALTER TABLE runs DROP COLUMN retry_after_at`);
     old.pragma('user_version = 3');
     old.close();
 

@@ -69,6 +69,9 @@ describe('resolve', () => {
       { job_id: two, row_number: 2, from_state: 'duplicate', to_state: 'pending' },
       { job_id: three, row_number: 2, from_state: 'duplicate', to_state: 'pending' },
     ]);
+    // The rows that refer to a row are found through their index, not by reading every row of the ledger.
+    const plan = JSON.stringify(ledger.db.prepare(`EXPLAIN QUERY PLAN SELECT job_id, row_number FROM rows WHERE sent_by_job = ? AND sent_by_row = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'`).all(1, 2));
+    expect(plan).toContain('USING INDEX rows_sent_by');
     // Resolved succeeded, a row reopens nothing: the lead was sent.
     expect(resolveInDoubt(ledger, { jobId: one, rows: [3], to: 'succeeded', note: null })).toMatchObject({ reopened: [], notReopened: [] });
     expect(ledger.countsByState(two)).toMatchObject({ duplicate: 1 });
