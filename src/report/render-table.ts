@@ -34,7 +34,7 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
   push(`  target    ${cleanText(job.environment)} · ${cleanText(job.operation)}${job.base_url === null ? '' : ` · ${cleanText(job.base_url)}`}`);
   push(`  created   ${formatTimestamp(job.created_at)}   finished ${formatTimestamp(job.finished_at)}`);
   const stopped = stoppedNote(report);
-  if (stopped !== undefined) push(...wrapWords(stopped, width - 12, 4).map((line, i) => `  ${i === 0 ? 'stopped ' : '        '}  ${line}`));
+  if (stopped !== undefined) push(...wrapWords(cleanText(stopped), width - 12, 4).map((line, i) => `  ${i === 0 ? 'stopped ' : '        '}  ${line}`));
 
   push('', `Rows: ${formatInteger(rows.total)} · success rate ${formatPercent(rows.success_rate)} · of sent ${formatPercent(rows.sent_success_rate)}`);
   const { sent: sentBefore, rejected: rejectedBefore } = rows.by_other_jobs;
