@@ -228,6 +228,10 @@ class GotPartnerClient implements PartnerClient {
       };
     };
     const notSent = (why: string): string => (lastDetail === undefined ? `not sent: ${why}` : `${lastDetail}; not retried: ${why}`);
+    // A wait cut short, by a halt of the client or by the caller's signal: the request does not leave.
+    const cutShort = (why: 'halted' | 'aborted'): CallOutcome<T> => (why === 'halted'
+      ? finish('retryable', 'halted', notSent(this.#haltReason ?? 'the client halted'))
+      : finish('retryable', 'aborted', notSent('stopped while waiting')));
     // Attempts that count toward --max-attempts. A failure while a breaker is open (of this operation
     // or the other: the partner is known to be down) is the partner's outage, not this request's, and
     // does not use the row's attempts up: the call keeps retrying, and waits behind its own breaker
@@ -236,13 +240,10 @@ class GotPartnerClient implements PartnerClient {
 
     for (let attempt = 1; ; attempt += 1) {
       if (this.#heldUntilMs > Date.now() && (await sleep(this.#heldUntilMs - Date.now(), [options.signal, this.#halt.signal])) === 'aborted') {
-        return this.halted
-          ? finish('retryable', 'halted', notSent(this.#haltReason ?? 'the client halted'))
-          : finish('retryable', 'aborted', notSent('stopped while waiting'));
+        return cutShort(this.halted ? 'halted' : 'aborted');
       }
       const admitted = await this.#admit(breaker, options.signal);
-      if (admitted === 'halted') return finish('retryable', 'halted', notSent(this.#haltReason ?? 'the client halted'));
-      if (admitted === 'aborted') return finish('retryable', 'aborted', notSent('stopped while waiting'));
+      if (admitted === 'halted' || admitted === 'aborted') return cutShort(admitted);
       const { permit, slot } = admitted;
 
       try {
@@ -298,11 +299,7 @@ class GotPartnerClient implements PartnerClient {
       await options.beforeRetry?.(record);
       // Only this request waits: the limiter has been told (throttled) and shrinks for everyone.
       const waited = await sleep(delay, [options.signal, this.#halt.signal]);
-      if (waited === 'aborted') {
-        return this.halted
-          ? finish('retryable', 'halted', notSent(this.#haltReason ?? 'the client halted'))
-          : finish('retryable', 'aborted', notSent('stopped while waiting'));
-      }
+      if (waited === 'aborted') return cutShort(this.halted ? 'halted' : 'aborted');
     }
   }
 
