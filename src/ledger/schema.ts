@@ -17,13 +17,13 @@ export const ROW_STATES = [
 ] as const;
 export type RowState = (typeof ROW_STATES)[number];
 
-/** States a later run leaves alone. */
 /**
  * `attempts.error_code` of a request a stopped process (or a run that failed) left in flight, recorded
  * when its run is found stopped: no answer came, so latency and answer counts leave it out.
  */
 export const STOPPED_IN_FLIGHT = 'process_stopped';
 
+/** States a later run leaves alone. */
 export const FINAL_STATES: ReadonlySet<RowState> = new Set<RowState>([
   'succeeded',
   'rejected',
