@@ -90,10 +90,7 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
       settle.run(request.to, at, jobId, row);
       record.run(jobId, row, request.to, note, at);
     }
-    // A resumed run starts reading at the job's resume point, which must not lie past a row to send.
-    if (request.to === 'pending' && rows.length > 0) {
-      db.prepare('UPDATE jobs SET resume_row = NULL, resume_offset = NULL, resume_line = NULL WHERE id = ? AND resume_row > ?').run(jobId, rows[0]);
-    }
+    if (request.to === 'pending' && rows.length > 0) forgetResumePointPast(db, jobId, rows[0] as number);
     const dependents = request.to === 'pending' ? reopenDependents(ledger, jobId, rows, at) : { reopened: [], notReopened: [] };
     const after = jobState(ledger, jobId);
     const status: JobStatus = after.unfinished === 0 && everyRowRecorded(ledger, jobId) ? 'completed' : after.jobStatus === 'completed' ? 'interrupted' : after.jobStatus;
@@ -135,17 +132,11 @@ function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[]
       const next: { job_id: number; row_number: number }[] = [];
       for (const from of frontier) {
         for (const dep of dependentsOf.all(from.job_id, from.row_number) as { job_id: number; row_number: number }[]) {
-          if (dep.job_id === jobId || busy.has(dep.job_id)) {
-            if (dep.job_id !== jobId) push(notReopened, dep.job_id, dep.row_number);
+          if (dep.job_id === jobId) continue;
+          if (!locked.has(dep.job_id) && !busy.has(dep.job_id)) (ledger.tryLockJob(dep.job_id) ? locked : busy).add(dep.job_id);
+          if (busy.has(dep.job_id)) {
+            push(notReopened, dep.job_id, dep.row_number);
             continue;
-          }
-          if (!locked.has(dep.job_id)) {
-            if (!ledger.tryLockJob(dep.job_id)) {
-              busy.add(dep.job_id);
-              push(notReopened, dep.job_id, dep.row_number);
-              continue;
-            }
-            locked.add(dep.job_id);
           }
           reopen.run(at, dep.job_id, dep.row_number);
           record.run(dep.job_id, dep.row_number, `reopened: its lead's row ${from.row_number} of job ${from.job_id} was resolved pending (never sent)`, at);
@@ -156,9 +147,8 @@ function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[]
       frontier = next;
     }
     for (const [job, jobRows] of reopened) {
-      // Not completed any more; a resumed run starts reading at the resume point, which must not lie past a row to send.
       if (ledger.getJob(job)?.status === 'completed') ledger.setJobStatus(job, 'interrupted');
-      db.prepare('UPDATE jobs SET resume_row = NULL, resume_offset = NULL, resume_line = NULL WHERE id = ? AND resume_row > ?').run(job, Math.min(...jobRows));
+      forgetResumePointPast(db, job, Math.min(...jobRows));
     }
   } finally {
     for (const job of locked) ledger.unlockJob(job);
@@ -166,6 +156,11 @@ function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[]
   const listed = (m: Map<number, number[]>): { jobId: number; rows: number[] }[] =>
     [...m].sort(([a], [b]) => a - b).map(([job, r]) => ({ jobId: job, rows: [...new Set(r)].sort((a, b) => a - b) }));
   return { reopened: listed(reopened), notReopened: listed(notReopened) };
+}
+
+/** A resumed run starts reading at the job's resume point, which must not lie past a row to send (`row`): then it reads from the start. */
+function forgetResumePointPast(db: Database.Database, jobId: number, row: number): void {
+  db.prepare('UPDATE jobs SET resume_row = NULL, resume_offset = NULL, resume_line = NULL WHERE id = ? AND resume_row > ?').run(jobId, row);
 }
 
 function push(map: Map<number, number[]>, key: number, value: number): void {
