@@ -92,8 +92,12 @@ export const FORMAT_TOKENS = 'YYYY, YY, MM, M, DD, D, HH, H, hh, h, mm, ss, SSS,
 /**
  * Compiles a format such as `MM/DD/YYYY` or `YYYY-MM-DD HH:mm:ss` into a parser.
  * Throws an Error (with a message for the user) when the format is not usable.
+ *
+ * A two-digit year (`YY`) reads as 1950–2049; with `past` (a date that has happened, such as a
+ * date of birth), as the latest year with those digits that puts the date on or before `past()`,
+ * today as `YYYY-MM-DD`: `02/03/45` is 1945, `02/03/10` is 2010.
  */
-export function compileFormat(format: string): PartsParser {
+export function compileFormat(format: string, past?: () => string): PartsParser {
   if (format === 'iso') return parseIso;
   let source = '';
   const fields: (keyof Parts | 'ampm' | 'yy')[] = [];
@@ -122,24 +126,34 @@ export function compileFormat(format: string): PartsParser {
     if (match === null) return undefined;
     const parts: Parts = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0, millisecond: 0, offset: undefined };
     let pm: boolean | undefined;
+    let twoDigitYear = false;
     for (let i = 0; i < fields.length; i += 1) {
       const value = match[i + 1] ?? '';
       const field = fields[i];
       if (field === 'ampm') pm = value.toLowerCase() === 'pm';
       else if (field === 'yy') {
         const yy = Number(value);
-        // Two-digit years read as 1950–2049.
         parts.year = yy < 50 ? 2000 + yy : 1900 + yy;
+        twoDigitYear = true;
       } else if (field === 'offset') parts.offset = parseOffset(value);
       else if (field === 'millisecond') parts.millisecond = Number(value.padEnd(3, '0'));
       else if (field !== undefined) parts[field] = Number(value);
     }
+    if (twoDigitYear && past !== undefined) parts.year = latestYearNotAfter(parts, past());
     if (twelveHour && pm !== undefined) {
       if (parts.hour < 1 || parts.hour > 12) return undefined;
       parts.hour = (parts.hour % 12) + (pm ? 12 : 0);
     }
     return parts;
   };
+}
+
+/** The latest year ending in `parts.year`'s two digits whose month and day fall on or before `today` (`YYYY-MM-DD`). */
+function latestYearNotAfter(parts: Parts, today: string): number {
+  const thisYear = Number(today.slice(0, 4));
+  let year = thisYear - (((thisYear % 100) - (parts.year % 100) + 100) % 100);
+  if (`${pad(year, 4)}-${pad(parts.month, 2)}-${pad(parts.day, 2)}` > today) year -= 100;
+  return year;
 }
 
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$/i;
@@ -214,9 +228,9 @@ function compileFixedDate(format: string): ((text: string) => string | undefined
   };
 }
 
-/** `type: date`: text in `format` → `YYYY-MM-DD`. */
-export function buildDate(format: string): Converter {
-  const parse = compileFormat(format);
+/** `type: date`: text in `format` → `YYYY-MM-DD`; `past` as in {@link compileFormat}. */
+export function buildDate(format: string, past?: () => string): Converter {
+  const parse = compileFormat(format, past);
   const expected = `expected a date as ${format === 'iso' ? 'YYYY-MM-DD' : format}`;
   const fixed = compileFixedDate(format);
   if (fixed !== undefined) {

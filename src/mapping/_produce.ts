@@ -7,6 +7,7 @@ import {
   buildBoolean, buildDate, buildTimestamp, compileZone, convertDecimal, convertDigits, convertInteger, FAIL, failure,
   FORMAT_TOKENS, type Converter,
 } from './_convert.js';
+import { latestToday, PAST_DATE_FIELDS } from '../partner/schemas.js';
 import type { FastText } from './_generate.js';
 import { OMIT, type FieldPlan, type Reader, type RowState } from './_plan.js';
 import type { MappingProblems, YamlPath } from './_problems.js';
@@ -52,7 +53,7 @@ export function compileProduce(spec: FieldSpec, source: ProducedSource, ctx: Pro
   const fixedZone = typeof spec.zone === 'string' ? spec.zone : undefined;
   let convert: Converter | undefined;
   try {
-    convert = buildConverter(spec, fixedZone);
+    convert = buildConverter(spec, fixedZone, PAST_DATE_FIELDS.has(ctx.targetLabel.replace(/\[\d*\]/g, '[]')));
   } catch (error) {
     const isZone = /zone/.test((error as Error).message);
     problems.add([...at, isZone ? 'zone' : 'format'], (error as Error).message,
@@ -257,7 +258,8 @@ function buildTextSteps(
   return { produce, fast };
 }
 
-function buildConverter(spec: FieldSpec, zone: string | undefined): Converter | undefined {
+/** `pastDate`: the target holds a date that has happened (see `PAST_DATE_FIELDS`). */
+function buildConverter(spec: FieldSpec, zone: string | undefined, pastDate: boolean): Converter | undefined {
   switch (spec.type) {
     case undefined:
     case 'string':
@@ -271,7 +273,7 @@ function buildConverter(spec: FieldSpec, zone: string | undefined): Converter | 
     case 'boolean':
       return buildBoolean(spec.true, spec.false);
     case 'date':
-      return buildDate(spec.format ?? 'iso');
+      return buildDate(spec.format ?? 'iso', pastDate ? latestToday : undefined);
     case 'timestamp':
       if (typeof spec.zone === 'object') compileZone(spec.zone.default);
       else compileZone(zone);

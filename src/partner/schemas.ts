@@ -13,6 +13,28 @@ import { KNOWN_VALUES } from './known-words.js';
 
 /** `YYYY-MM-DD` and a real calendar date. */
 export const isoDate = z.iso.date({ error: 'expected YYYY-MM-DD' });
+const DAY_MS = 86_400_000;
+/** The day {@link latestToday} last computed: its UTC+14 start, in ms since the epoch, and its date. */
+const todayCache = { start: Number.NaN, date: '' };
+/**
+ * The latest calendar date anywhere on Earth now (UTC+14), `YYYY-MM-DD`: a date after it has not
+ * happened yet anywhere.
+ */
+export function latestToday(nowMs: number = Date.now()): string {
+  const shifted = nowMs + 14 * 3_600_000;
+  if (!(shifted >= todayCache.start && shifted < todayCache.start + DAY_MS)) {
+    todayCache.start = Math.floor(shifted / DAY_MS) * DAY_MS;
+    todayCache.date = new Date(todayCache.start).toISOString().slice(0, 10);
+  }
+  return todayCache.date;
+}
+/**
+ * A date that has happened (a date of birth, an incident): a real `YYYY-MM-DD` not in the future.
+ * A birth date in the future is a misread year (`02/03/45` read as 2045), never a driver.
+ */
+export const pastDate = isoDate.refine((value) => value <= latestToday(), { error: 'expected a date not in the future' });
+/** The request's fields that hold a {@link pastDate}, as the mapping labels them. */
+export const PAST_DATE_FIELDS: ReadonlySet<string> = new Set(['application.drivers[].dob', 'application.drivers[].incident_history[].incident_date']);
 /** ISO 8601 timestamp in UTC (`Z`), e.g. `2026-11-20T18:04:05Z`. */
 export const isoUtcTimestamp = z.iso.datetime({ error: 'expected an ISO 8601 UTC timestamp (…Z)' });
 /** Hex groups 8-4-4-4-12; the partner's ids are "UUID-like", not always valid RFC 4122 UUIDs. */
@@ -91,13 +113,13 @@ export const Address = z.object({
 export const Incident = z.object({
   /** Three upper-case letters, e.g. `ACC`, `SPD`. */
   code: z.string().regex(/^[A-Z]{3}$/, { error: 'expected a 3-letter code' }),
-  incident_date: isoDate,
+  incident_date: pastDate,
   is_at_fault: z.boolean(),
 });
 
 export const Driver = z.object({
   name: DriverName,
-  dob: isoDate,
+  dob: pastDate,
   gender: lowerWord.optional(),
   marital_status: lowerWord.optional(),
   contact_info: z

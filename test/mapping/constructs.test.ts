@@ -3,8 +3,11 @@ import { compileMapping, formatRowIssue, type MappedRow } from '../../src/mappin
 
 /** A mapping whose request is valid when the row has the base columns, plus `extra` fields. */
 function mappingWith(extraFields: string, extra = ''): ReturnType<typeof compileMapping> {
-  return compileMapping(
-    `version: 1
+  return compileMapping(mappingText(extraFields, extra), 'test.yaml');
+}
+
+function mappingText(extraFields: string, extra = ''): string {
+  return `version: 1
 ${extra}
 fields:
   channel.channel_id: { literal: acme }
@@ -15,9 +18,7 @@ fields:
   application.vehicles[0].make: { literal: Ford }
   application.vehicles[0].model: { literal: Focus }
   application.vehicles[0].year: { literal: 2015 }
-${extraFields}`,
-    'test.yaml',
-  );
+${extraFields}`;
 }
 
 const BASE = { first: 'Ann', last: 'Example', dob: '02/03/1980', vin: '1FAFP34N05W123456' };
@@ -153,6 +154,25 @@ describe('conversions', () => {
       'row 7: application.effective_date: expected a date as MM/DD/YYYY, got "02/29/2023" (column d)',
     );
     expect(bad.errors).toHaveLength(1);
+  });
+
+  it('a date that has happened (a date of birth, an incident) reads a two-digit year in the past, and may not be in the future', () => {
+    const twoDigitDob = compileMapping(mappingText('').replace('format: MM/DD/YYYY', 'format: MM/DD/YY'), 'test.yaml');
+    const dobOf = (text: string): unknown => at(twoDigitDob.mapRow({ ...BASE, dob: text }, 7).request, 'application.drivers[0].dob');
+    // 45 is 1945 in a date of birth (2045 has not happened), and 2045 in an effective date (1950–2049).
+    expect(dobOf('02/03/45')).toBe('1945-02-03');
+    expect(dobOf('02/03/10')).toBe('2010-02-03');
+    expect(at(mapOne(`  application.effective_date: { column: d, type: date, format: MM/DD/YY }`, { d: '02/03/45' }).request, 'application.effective_date')).toBe('2045-02-03');
+    const incident = `  application.drivers[0].incident_history[0].code: { literal: ACC }
+  application.drivers[0].incident_history[0].is_at_fault: { literal: true }
+  application.drivers[0].incident_history[0].incident_date: { column: d, type: date, format: D.M.YY }`;
+    expect(at(mapOne(incident, { d: '5.7.48' }).request, 'application.drivers[0].incident_history[0].incident_date')).toBe('1948-07-05');
+    // Written with four digits, a date of birth in the future is the row's error, not a request.
+    const future = mapOne('', { dob: '02/03/2099' });
+    expect(formatRowIssue(7, future.errors[0] ?? { path: '', message: '', columns: [] })).toBe(
+      'row 7: application.drivers[0].dob: expected a date not in the future, got "2099-02-03" (column dob)',
+    );
+    expect(mapOne(incident, { d: '5.7.2099' }, '').errors).toHaveLength(1);
   });
 
   it('timestamp into ISO 8601 UTC, from a zone, an offset in the text, or epoch', () => {

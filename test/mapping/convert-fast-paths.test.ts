@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildDate, compileZone, FAIL } from '../../src/mapping/_convert.js';
+import { latestToday } from '../../src/partner/schemas.js';
 
 /** Minutes east of UTC of `zone` at `utcMillis`, straight from Intl (no cache): the oracle. */
 function offsetFromIntl(zone: string, utcMillis: number): number {
@@ -48,5 +49,32 @@ describe('conversion fast paths', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe('two-digit years of dates that have happened', () => {
+  it.each([
+    // [text as MM/DD/YY, today, read as]
+    ['11/26/26', '2026-11-26', '2026-11-26'],
+    ['11/27/26', '2026-11-26', '1926-11-27'],
+    ['01/01/27', '2026-11-26', '1927-01-01'],
+    ['12/31/99', '2026-11-26', '1999-12-31'],
+    ['01/01/00', '2026-11-26', '2000-01-01'],
+    ['02/29/00', '2026-11-26', '2000-02-29'],
+    ['03/01/05', '2105-02-28', '2005-03-01'],
+    ['02/28/05', '2105-02-28', '2105-02-28'],
+  ])('%s on %s reads as %s', (text, today, expected) => {
+    expect(buildDate('MM/DD/YY', () => today)(text)).toBe(expected);
+  });
+
+  it('without one, YY is 1950–2049', () => {
+    expect(buildDate('MM/DD/YY')('02/03/45')).toBe('2045-02-03');
+    expect(buildDate('MM/DD/YY')('02/03/50')).toBe('1950-02-03');
+  });
+
+  it('today is the latest calendar date anywhere on Earth (UTC+14)', () => {
+    expect(latestToday(Date.parse('2026-11-26T09:59:59Z'))).toBe('2026-11-26');
+    expect(latestToday(Date.parse('2026-11-26T10:00:00Z'))).toBe('2026-11-27');
+    expect(latestToday(Date.parse('2026-11-26T09:00:00Z'))).toBe('2026-11-26');
   });
 });
