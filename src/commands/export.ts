@@ -6,7 +6,7 @@ import { detectInput } from '../input/index.js';
 import { loadMapping, resolveInputOptions } from '../mapping/index.js';
 import { sha256File } from '../pipeline/run-job.js';
 import {
-  checkSourcePositions, exportRows, exportSourceRows, openReportLedger, parseStates, resolveJobId, writeOutput, writeOutputAsync,
+  checkSourcePositions, exportRows, exportSourceRows, openReportLedger, parseStates, refuseProtectedOut, resolveJobId, writeOutput, writeOutputAsync,
   type ExportFormat, type SourceInput,
 } from '../report/index.js';
 import type { Ledger, RowState } from '../ledger/index.js';
@@ -38,6 +38,7 @@ export const registerExport: RegisterCommand = (program, ctx) => {
       try {
         const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
         const outPath = flags.out === undefined ? undefined : resolve(ctx.io.cwd, flags.out);
+        if (outPath !== undefined) refuseProtectedOut(outPath, ledgerPath, ledger);
         const count = flags.format === 'source'
           ? await exportSource(ctx, ledger, { jobId, states }, outPath)
           : exportOutcomes(ctx, ledger, { jobId, states, format: flags.format }, outPath);

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { Option } from 'commander';
 import {
   buildReport, openReportLedger, readProblemRows, renderCsv, renderHtml, renderTable, resolveJobId,
-  writeOutput, type Report,
+  refuseProtectedOut, writeOutput, type Report,
 } from '../report/index.js';
 import { outputColumns } from '../io.js';
 import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
@@ -31,6 +31,7 @@ export const registerReport: RegisterCommand = (program, ctx) => {
       let jobId: number;
       try {
         jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
+        if (flags.out !== undefined) refuseProtectedOut(resolve(ctx.io.cwd, flags.out), ledgerPath, ledger);
         const report = buildReport(ledger.db, jobId);
         // The terminal's width only when the table goes to it (a file gets the default width).
         const width = flags.out === undefined ? outputColumns(ctx.io) : undefined;

@@ -1,5 +1,5 @@
 /** What the report, export and jobs commands share: finding the ledger and writing `--out` files. */
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from '../config/index.js';
 import { QuoteBatchError } from '../errors.js';
@@ -19,6 +19,43 @@ export function resolveLedgerPath(cwd: string, flag: string | undefined): string
  */
 export function openReportLedger(path: string): Ledger {
   return Ledger.open(path, { readonly: true });
+}
+
+/**
+ * Refuses an `--out` naming a file the output would destroy (the rename replaces it whole): the
+ * ledger itself or its -wal/-shm (the record of what was sent, which keeps a lead from going
+ * twice), or the input or mapping file of one of its jobs (the leads themselves). Files are
+ * compared by identity (device and inode), so another spelling of the same path is caught too.
+ */
+export function refuseProtectedOut(outPath: string, ledgerPath: string, ledger: Ledger): void {
+  const out = identity(outPath);
+  if (out === undefined) return;
+  const same = (path: string): boolean => identity(path) === out;
+  if ([ledgerPath, `${ledgerPath}-wal`, `${ledgerPath}-shm`].some(same)) {
+    throw new QuoteBatchError('E_USAGE', `--out ${outPath} is the ledger ${ledgerPath}: writing there would destroy the record of what was sent`, {
+      hint: 'name another file, e.g. --out report.html or --out rows.csv',
+    });
+  }
+  const jobs = ledger.db.prepare('SELECT id, input_path, mapping_path FROM jobs ORDER BY id').all() as { id: number; input_path: string; mapping_path: string }[];
+  for (const job of jobs) {
+    for (const [what, path] of [['input', job.input_path], ['mapping', job.mapping_path]] as const) {
+      if (same(resolve(path))) {
+        throw new QuoteBatchError('E_USAGE', `--out ${outPath} is the ${what} file of job ${job.id}: writing there would replace it`, {
+          hint: 'name another file, e.g. --out to-fix.csv',
+        });
+      }
+    }
+  }
+}
+
+/** `device:inode` of an existing file, or undefined. */
+function identity(path: string): string | undefined {
+  try {
+    const stat = statSync(path, { bigint: true });
+    return `${stat.dev}:${stat.ino}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Gives a producer the chunks' way into the output. */

@@ -3,7 +3,7 @@
  * on real ledger files in temp directories.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -135,6 +135,46 @@ describe('quote-batch report / export / jobs', () => {
       expect(r.stderr, args.join(' ')).toMatch(message);
       expect(r.stdout, args.join(' ')).toBe('');
     }
+  });
+});
+
+describe('--out never names a file the output would destroy', () => {
+  let t: TempLedger;
+  let fixture: MixedJob;
+  beforeAll(() => {
+    t = createTempLedger();
+    fixture = buildMixedJob(t.db);
+    writeFileSync(join(t.dir, 'leads.csv'), 'click_id\nc1\n');
+    writeFileSync(join(t.dir, 'leads.yaml'), 'version: 1\n');
+    t.db.prepare('UPDATE jobs SET input_path = ?, mapping_path = ? WHERE id = ?').run(join(t.dir, 'leads.csv'), join(t.dir, 'leads.yaml'), fixture.oldJobId);
+    t.close();
+  });
+  afterAll(() => t.remove());
+
+  it('export and report refuse the ledger, its -wal, and a job\'s input or mapping file (any spelling), and leave them as they were', () => {
+    symlinkSync(join(t.dir, 'leads.csv'), join(t.dir, 'link.csv'));
+    const ledgerBefore = readFileSync(t.path);
+    const cases: [string[], RegExp][] = [
+      [['export', '--out', 'quote-batch.db'], /^error: --out .*quote-batch\.db is the ledger .*quote-batch\.db: writing there would destroy the record of what was sent\nhint: name another file/],
+      [['report', '--format', 'html', '--out', './sub/../quote-batch.db'], /is the ledger/],
+      [['export', '--format', 'ndjson', '--out', 'leads.csv'], new RegExp(`^error: --out .*leads\\.csv is the input file of job ${fixture.oldJobId}: writing there would replace it\nhint: name another file`)],
+      [['export', '--out', 'link.csv'], /is the input file of job/],
+      [['report', '--out', 'leads.yaml'], /is the mapping file of job/],
+    ];
+    mkdirSync(join(t.dir, 'sub'));
+    for (const [args, message] of cases) {
+      const r = cli(args, t.dir);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+    }
+    expect(readFileSync(t.path).equals(ledgerBefore)).toBe(true);
+    expect(readFileSync(join(t.dir, 'leads.csv'), 'utf8')).toBe('click_id\nc1\n');
+    expect(readFileSync(join(t.dir, 'leads.yaml'), 'utf8')).toBe('version: 1\n');
+    expect(cli(['jobs'], t.dir).code).toBe(0);
+    // Another file, even one that exists, is written as before.
+    writeFileSync(join(t.dir, 'old.csv'), 'x\n');
+    expect(cli(['export', '--out', 'old.csv'], t.dir).code).toBe(0);
+    expect(readFileSync(join(t.dir, 'old.csv'), 'utf8')).toMatch(/^row_number,/);
   });
 });
 
