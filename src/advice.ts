@@ -1,7 +1,27 @@
 /**
  * Advice that several commands give in the same words: the run summary, a halt's hint, `resolve`
- * and `report` alike.
+ * and `report` alike. A command it suggests names the ledger and the job, so that it works as
+ * printed from any directory, whatever --ledger the run was given.
  */
 
+/** Where a suggested command acts: the ledger file (left out when unknown) and the job. */
+export interface AdviceTarget {
+  ledger: string | undefined;
+  job: number;
+}
+
+/** `quote-batch <command> --ledger <file> --job <id> <rest>`, as a person can paste it. */
+export function commandFor(command: string, target: AdviceTarget, rest: string): string {
+  const ledger = target.ledger === undefined ? '' : ` --ledger ${shellWord(target.ledger)}`;
+  return `quote-batch ${command}${ledger} --job ${target.job} ${rest}`;
+}
+
 /** What to do with rows in doubt, wherever some are left: they may have reached the partner, so only it can say which to send again. */
-export const SETTLE_IN_DOUBT = 'check them with the partner (quote-batch export --status in_doubt), settle them with `quote-batch resolve`';
+export function settleInDoubt(target: AdviceTarget): string {
+  return `check them with the partner (${commandFor('export', target, '--status in_doubt')}), settle them with \`${commandFor('resolve', target, '--rows <n,...> --as succeeded|pending')}\``;
+}
+
+/** `text` as one shell word: as it is when it holds only safe characters, else single-quoted. */
+export function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}

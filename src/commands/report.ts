@@ -35,7 +35,7 @@ export const registerReport: RegisterCommand = (program, ctx) => {
         const report = buildReport(ledger.db, jobId);
         // The terminal's width only when the table goes to it (a file gets the default width).
         const width = flags.out === undefined ? outputColumns(ctx.io) : undefined;
-        text = formatReport(report, flags.format, { width, problems: () => readProblemRows(ledger.db, jobId) });
+        text = formatReport(report, flags.format, { width, ledger: ledgerPath, problems: () => readProblemRows(ledger.db, jobId) });
       } finally {
         ledger.close();
       }
@@ -53,7 +53,7 @@ export const registerReport: RegisterCommand = (program, ctx) => {
 function formatReport(
   report: Report,
   format: ReportFormat,
-  options: { width: number | undefined; problems: () => ReturnType<typeof readProblemRows> },
+  options: { width: number | undefined; ledger: string; problems: () => ReturnType<typeof readProblemRows> },
 ): string {
   switch (format) {
     case 'json':
@@ -61,8 +61,8 @@ function formatReport(
     case 'csv':
       return renderCsv(report);
     case 'html':
-      return renderHtml(report, options.problems());
+      return renderHtml(report, options.problems(), options.ledger);
     case 'table':
-      return renderTable(report, { width: options.width });
+      return renderTable(report, { width: options.width, ledger: options.ledger });
   }
 }

@@ -5,7 +5,7 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
 import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution, type ResolveResult } from '../ledger/index.js';
-import { SETTLE_IN_DOUBT } from '../advice.js';
+import { commandFor, settleInDoubt, shellWord } from '../advice.js';
 import { resolveJobId } from '../report/index.js';
 import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
@@ -34,12 +34,13 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
     .option('--note <text>', 'why, for the record (kept in the resolutions table), e.g. a ticket number')
     .option('--json-log', 'machine-readable JSON log lines on stderr')
     .action((flags: ResolveFlags) => {
+      const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       if ((flags.rows === undefined) === (flags.allInDoubt !== true)) {
+        const job = flags.job === undefined ? '' : ` --job ${flags.job}`;
         throw new QuoteBatchError('E_USAGE', 'give either --rows <list> or --all-in-doubt', {
-          hint: 'list the rows in doubt with `quote-batch export --status in_doubt`',
+          hint: `list the rows in doubt with \`quote-batch export --ledger ${shellWord(ledgerPath)}${job} --status in_doubt\``,
         });
       }
-      const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = Ledger.open(ledgerPath, { mustExist: true });
       try {
         const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
@@ -51,7 +52,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
           const settled = result.newlyInDoubt === 0 ? 'nothing was changed'
             : `no row was resolved; ${stoppedRunRowsText(result.newlyInDoubt)} all the same`;
           throw new QuoteBatchError('E_USAGE', `only rows in_doubt can be resolved; not in doubt in job ${jobId}: ${listed}${more}; ${settled}`, {
-            hint: `list the rows in doubt with \`quote-batch export --job ${jobId} --status in_doubt\``,
+            hint: `list the rows in doubt with \`${commandFor('export', { ledger: ledgerPath, job: jobId }, '--status in_doubt')}\``,
           });
         }
         const logger = ctx.createLogger();
@@ -59,7 +60,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         const crashed = result.crashedRuns === 0 && result.newlyInDoubt === 0
           ? []
           : [`job ${jobId}: ${crashedRunsText(result.crashedRuns, result.newlyInDoubt)}${
-            flags.rows === undefined && result.newlyInDoubt > 0 ? ` (not settled here: ${SETTLE_IN_DOUBT})` : ''}`];
+            flags.rows === undefined && result.newlyInDoubt > 0 ? ` (not settled here: ${settleInDoubt({ ledger: ledgerPath, job: jobId })})` : ''}`];
         const done = result.resolved.length > 0
           ? `job ${jobId}: ${result.resolved.length} row(s) resolved from in_doubt to ${flags.as} (rows ${rows})`
           : result.newlyInDoubt > 0 ? `job ${jobId}: no row was in doubt before; nothing resolved` : `job ${jobId}: no rows in doubt; nothing to resolve`;
@@ -69,7 +70,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
           ...result.reopened.map(({ jobId: other, rows: r }) =>
             `job ${other}: ${r.length} row(s) recorded duplicate because of these rows are pending again (rows ${formatRowList(r)}): the next run of job ${other}'s file sends their leads, unless a run of job ${jobId} sends them first`),
           ...result.notReopened.map(({ jobId: other, rows: r }) =>
-            `job ${other} is being run by another process: its ${r.length} row(s) recorded duplicate because of these rows (rows ${formatRowList(r)}) stay so, though their leads were never sent; once it ends, send them with \`quote-batch export --job ${other} --status duplicate --format source\` (keep those rows) and --resend-sent`),
+            `job ${other} is being run by another process: its ${r.length} row(s) recorded duplicate because of these rows (rows ${formatRowList(r)}) stay so, though their leads were never sent; once it ends, send them with \`${commandFor('export', { ledger: ledgerPath, job: other }, '--status duplicate --format source')}\` (keep those rows) and --resend-sent`),
         ];
         if (ctx.jsonLog) {
           logger.info('resolved rows in doubt', {

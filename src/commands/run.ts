@@ -203,8 +203,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         in_doubt_in_other_job: result.byOtherJobs.in_doubt_there,
       };
       // The summary's level says whether the job is done: info when completed, warn when not.
-      if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result)}`, fields);
-      else if (flags.jsonLog === true) logger.info(`run finished: ${nextStep(result)}`, fields);
+      if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result, ledger.path)}`, fields);
+      else if (flags.jsonLog === true) logger.info(`run finished: ${nextStep(result, ledger.path)}`, fields);
       // Recorded: a reader that closes standard output no longer changes the exit code.
       ctx.setExitCode(result.exitCode);
       io.out(formatSummary(result, ledger, outputColumns(io)));

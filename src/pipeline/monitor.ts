@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
 import { settledLimitOf, settledPaceOf } from '../report/timeline.js';
-import { SETTLE_IN_DOUBT } from '../advice.js';
+import { settleInDoubt, type AdviceTarget } from '../advice.js';
 
 const SAMPLE_EVERY_MS = 1000;
 /** Transient failures (5xx, time-outs, 429s) within this window that make a warn line. */
@@ -21,7 +21,7 @@ const RETRY_WARN_MIN = 5;
 const OPERATION_NAMES = { validate: 'agent validation', submit: 'quotes/leads' } as const;
 
 /** The code of a halt (README "Errors") and what the operator should do about it. No secret in either. */
-export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>): { code: ErrorCode; hint: string } {
+export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>, here: AdviceTarget): { code: ErrorCode; hint: string } {
   switch (event.kind) {
     case 'forbidden':
       return { code: 'E_FORBIDDEN', hint: 'check the API key (QUOTE_BATCH_API_KEY or --api-key-file) is the one issued for this environment (--env, --base-url), then run the same command again to resume' };
@@ -35,7 +35,7 @@ export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>): { cod
     case 'outage':
       return { code: 'E_CIRCUIT_OPEN', hint: 'the partner looks down: run the same command again later to resume (--max-outage sets how long a run waits for it)' };
     case 'in_doubt':
-      return { code: 'E_CIRCUIT_OPEN', hint: `the partner stopped answering after requests were sent, leaving rows in doubt: ${SETTLE_IN_DOUBT}, then run the same command again later to resume` };
+      return { code: 'E_CIRCUIT_OPEN', hint: `the partner stopped answering after requests were sent, leaving rows in doubt: ${settleInDoubt(here)}, then run the same command again later to resume` };
   }
 }
 
@@ -89,7 +89,7 @@ export class RunMonitor {
         break;
       case 'halt': {
         // Like every error line under --json-log: its code, what to do, and the exit code (a halt is always 3).
-        const { code, hint } = haltAdvice(event);
+        const { code, hint } = haltAdvice(event, { ledger: this.ledger.path, job: this.jobId });
         this.logger.error(`halting: ${event.reason}`, { event: 'halt', code, hint, exit_code: exitCodeOfError(code) });
         break;
       }

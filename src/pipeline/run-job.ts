@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { settleInDoubt } from '../advice.js';
 import type { StoreRequests } from '../config/index.js';
 import { openInput, type InputReader } from '../input/index.js';
 import type { JobRecord, Ledger, ResumePoint, RowState } from '../ledger/index.js';
@@ -224,7 +225,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         logger.warn(
           options.resendInDoubt
             ? `${inDoubtNow} row(s) in doubt will be sent again (--resend-in-doubt)`
-            : `${inDoubtNow} row(s) are in doubt (they may have reached the partner): not resent; list them with \`quote-batch export --status in_doubt\`, resend with --resend-in-doubt`,
+            : `${inDoubtNow} row(s) are in doubt (they may have reached the partner): not resent; ${settleInDoubt({ ledger: ledger.path, job: job.id })}, or resend them with --resend-in-doubt`,
           { event: 'rows_in_doubt', job: job.id, rows: inDoubtNow, resend: options.resendInDoubt },
         );
       }

@@ -2,12 +2,13 @@
 import { formatErrorGroupLines } from '../error-groups.js';
 import type { Ledger } from '../ledger/index.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { SETTLE_IN_DOUBT } from '../advice.js';
+import { settleInDoubt } from '../advice.js';
 import { readErrorGroups } from '../report/index.js';
 import type { RunJobResult } from './run-job.js';
 
 /** The closing line: what the exit code means and, for 3, what to do next. */
-export function nextStep(result: RunJobResult): string {
+export function nextStep(result: RunJobResult, ledgerPath: string): string {
+  const here = { ledger: ledgerPath, job: result.job.id };
   if (result.exitCode === 0 && result.emptyInput) return 'job completed; the input had no data rows (nothing was sent)';
   if (result.exitCode === 0) return 'job completed; every row succeeded (or was a duplicate)';
   if (result.exitCode === 1) return 'job completed; some rows need their data fixed (invalid, rejected or agent_invalid)';
@@ -24,7 +25,7 @@ export function nextStep(result: RunJobResult): string {
         return 'job not completed: the partner looks down; run the same command again later to resume';
       case 'in_doubt':
         // A resumed run does not resend rows in doubt: saying only "run again" would leave them.
-        return `job not completed: the partner stopped answering and ${result.counts.in_doubt} row(s) are in doubt; ${SETTLE_IN_DOUBT}, then run the same command again later to resume`;
+        return `job not completed: the partner stopped answering and ${result.counts.in_doubt} row(s) are in doubt; ${settleInDoubt(here)}, then run the same command again later to resume`;
       default:
         return `job not completed (${reason}); run the same command again to resume`;
     }
@@ -33,7 +34,7 @@ export function nextStep(result: RunJobResult): string {
   if (result.limitedTo !== null) return `job not completed: this run was limited to the first ${result.limitedTo} rows; run without --limit to send the rest`;
   const { failed, in_doubt: inDoubt, pending } = result.counts;
   if (failed + pending > 0) return `job not completed: ${failed + pending} row(s) still to send; run the same command again to resume`;
-  if (inDoubt > 0) return `job not completed: ${inDoubt} row(s) in doubt; ${SETTLE_IN_DOUBT}, then run the same command again to resume`;
+  if (inDoubt > 0) return `job not completed: ${inDoubt} row(s) in doubt; ${settleInDoubt(here)}, then run the same command again to resume`;
   return 'job not completed; run the same command again to resume';
 }
 
@@ -108,6 +109,6 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
       `  quote-batch resolve --ledger ${ledger.path} --job ${job.id} --rows <n,...> --as succeeded|pending`,
       '(pending: sent by the next run), or re-run with --resend-in-doubt to send them all again.');
   }
-  lines.push('', `exit ${result.exitCode}: ${nextStep(result)}`, '');
+  lines.push('', `exit ${result.exitCode}: ${nextStep(result, ledger.path)}`, '');
   return lines.join('\n');
 }

@@ -5,7 +5,7 @@
  * an 800 px window to a laptop screen: charts and tables go to one column, long text wraps.
  */
 import { ROW_STATES, type RowState } from '../ledger/index.js';
-import { SETTLE_IN_DOUBT } from '../advice.js';
+import { commandFor, settleInDoubt } from '../advice.js';
 import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
 import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
@@ -80,8 +80,10 @@ footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
 `;
 
 /** Rows the HTML report lists are read by `readProblemRows`: the cap and the total come with them. */
-export function renderHtml(report: Report, problems: ProblemRows): string {
+/** `ledger`: the ledger's path, for the commands the report suggests. */
+export function renderHtml(report: Report, problems: ProblemRows, ledger?: string): string {
   const { job, rows, attempts, timing, partner } = report;
+  const here = { ledger, job: job.id };
   const e = escapeHtml;
   const sendKind = job.operation === 'lead' ? 'lead' : 'quote';
   const send = report.latency_ms[sendKind];
@@ -148,7 +150,7 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
     num(s.count), ...[s.min, s.median, s.p90, s.p95, s.p99, s.max, s.mean].map((v) => num(cell(v))),
   ];
   const stopped = stoppedNote(report);
-  const exportAll = `quote-batch export --job ${job.id} --status ${problemStates(report).join(',')}`;
+  const exportAll = commandFor('export', here, `--status ${problemStates(report).join(',')}`);
 
   const body = `
 <header>
@@ -157,9 +159,9 @@ export function renderHtml(report: Report, problems: ProblemRows): string {
   <p class="meta">${e(job.environment)} · ${e(job.operation)}${job.base_url === null ? '' : ` · <code>${e(job.base_url)}</code>`} · created ${e(formatTimestamp(job.created_at))} · finished ${e(formatTimestamp(job.finished_at))}</p>
 ${stopped === undefined ? '' : `  <p class="meta">stopped: ${e(stopped)}</p>\n`}</header>
 <section class="kpis">${kpis}</section>
-${report.rows.by_state.in_doubt > 0 ? `<p class="note">${e(formatInteger(report.rows.by_state.in_doubt))} rows in doubt: they may have reached the partner; ${e(SETTLE_IN_DOUBT)}.</p>\n` : ''}<h2>Errors by kind (${e(formatInteger(report.row_error_groups))})</h2>
+${report.rows.by_state.in_doubt > 0 ? `<p class="note">${e(formatInteger(report.rows.by_state.in_doubt))} rows in doubt: they may have reached the partner; ${e(settleInDoubt(here))}.</p>\n` : ''}<h2>Errors by kind (${e(formatInteger(report.row_error_groups))})</h2>
 <p class="note">Rows ${e(ERROR_STATES.join(', '))}, grouped by state, error code and what went wrong, with row numbers, values and ids taken out — as the run summary and <code>quote-batch check</code> group them.
-To hand the rows back in the input's own layout: <code>quote-batch export --job ${e(job.id)} --status rejected,invalid,agent_invalid --format source --out to-fix.csv</code>.</p>
+To hand the rows back in the input's own layout: <code>${e(commandFor('export', here, `--status rejected,invalid,agent_invalid --format source --out to-fix.${job.input_format}`))}</code>.</p>
 ${rawTable(['rows', 'kind: state · error code · what went wrong', 'sample rows'],
     report.row_errors.map((g) => [num(g.rows), msg(g.kind), wrap(g.sample_rows.join(', '))]), [0], 'error-groups')}
 ${report.row_error_groups > report.row_errors.length ? `<p class="note">The ${e(report.row_errors.length)} largest of ${e(formatInteger(report.row_error_groups))} kinds; <code>quote-batch report --format json</code> has the same list.</p>` : ''}

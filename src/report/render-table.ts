@@ -5,7 +5,7 @@
  */
 import { formatErrorGroupLines, wrapWords } from '../error-groups.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { SETTLE_IN_DOUBT } from '../advice.js';
+import { commandFor, settleInDoubt } from '../advice.js';
 import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import {
   cleanText, formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
@@ -21,11 +21,13 @@ const MIN_TABLE_WIDTH = 80;
 const TABLE_ERROR_ROWS = 15;
 const BAR_WIDTH = 30;
 
-export function renderTable(report: Report, options: { width?: number } = {}): string {
+/** `options.ledger`: the ledger's path, for the commands the report suggests. */
+export function renderTable(report: Report, options: { width?: number; ledger?: string } = {}): string {
   const width = Math.max(MIN_TABLE_WIDTH, Math.floor(options.width ?? DEFAULT_TABLE_WIDTH));
   const lines: string[] = [];
   const push = (...more: string[]): void => void lines.push(...more);
   const { job, rows, attempts } = report;
+  const here = { ledger: options.ledger, job: job.id };
 
   push(`quote-batch report · job ${job.id} · ${jobStatusLabel(report)}`, '');
   const format = ` (${cleanText(job.input_format)})`;
@@ -51,7 +53,7 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
     push(`  ${padCell(state, 14)}${padCellLeft(formatInteger(n), 10)} ${padCellLeft(formatPercent(rows.total === 0 ? null : share), 7)}  ${bar}`);
   }
   if (rows.by_state.in_doubt > 0) {
-    push(...wrapWords(`${formatInteger(rows.by_state.in_doubt)} in doubt: they may have reached the partner; ${SETTLE_IN_DOUBT}`, width - 4, 3).map((line) => `  ${line}`));
+    push(...wrapWords(`${formatInteger(rows.by_state.in_doubt)} in doubt: they may have reached the partner; ${settleInDoubt(here)}`, width - 4, 3).map((line) => `  ${line}`));
   }
 
   push('', `Attempts: ${formatInteger(attempts.total)} · retries ${formatInteger(attempts.retries)} · rows retried ${formatInteger(attempts.rows_retried)}`);
@@ -71,7 +73,7 @@ export function renderTable(report: Report, options: { width?: number } = {}): s
       push(...formatErrorGroupLines({ count: e.rows, description: e.kind, sampleRows: e.sample_rows }, width));
     }
     if (report.row_error_groups > TABLE_ERROR_ROWS) {
-      push(`  … ${formatInteger(report.row_error_groups - TABLE_ERROR_ROWS)} more kinds: see --format json, or \`quote-batch export --status …\` for the rows`);
+      push(`  … ${formatInteger(report.row_error_groups - TABLE_ERROR_ROWS)} more kinds: see --format json, or \`${commandFor('export', here, '--status …')}\` for the rows`);
     }
   }
 

@@ -128,11 +128,14 @@ describe('resolve and prune', () => {
     const refused = await cli(['resolve', '--ledger', ledger, '--rows', '1', '--as', 'succeeded']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('error: only rows in_doubt can be resolved; not in doubt in job 1: 1 (succeeded); no row was resolved; the 2 row(s) a stopped run had left in flight are now in doubt all the same\n');
+    // Its hint names the ledger and the job: it works as printed, from any directory.
+    expect(refused.stderr).toContain(`hint: list the rows in doubt with \`quote-batch export --ledger ${ledger} --job 1 --status in_doubt\``);
     expect(readLedger(ledger).states.in_doubt).toBe(2);
     // On a copy just killed: --all-in-doubt leaves the rows it finds left in flight (nobody checked them).
-    const all = await cli(['resolve', '--ledger', ledgerWith(killed), '--all-in-doubt', '--as', 'pending']);
+    const copy = ledgerWith(killed);
+    const all = await cli(['resolve', '--ledger', copy, '--all-in-doubt', '--as', 'pending']);
     expect(all.code, all.stderr).toBe(0);
-    expect(all.stdout).toBe('job 1: 1 run(s) had ended without recording it (crash or kill): the 2 row(s) they left in flight are now in doubt (not settled here: check them with the partner (quote-batch export --status in_doubt), settle them with `quote-batch resolve`)\njob 1: no row was in doubt before; nothing resolved\njob 1 is not completed: the next `quote-batch run` of the same file and mapping reads the rest of the input; its 2 row(s) in doubt stay so until settled here (or sent again by a run with --resend-in-doubt)\n');
+    expect(all.stdout).toBe(`job 1: 1 run(s) had ended without recording it (crash or kill): the 2 row(s) they left in flight are now in doubt (not settled here: check them with the partner (quote-batch export --ledger ${copy} --job 1 --status in_doubt), settle them with \`quote-batch resolve --ledger ${copy} --job 1 --rows <n,...> --as succeeded|pending\`)\njob 1: no row was in doubt before; nothing resolved\njob 1 is not completed: the next \`quote-batch run\` of the same file and mapping reads the rest of the input; its 2 row(s) in doubt stay so until settled here (or sent again by a run with --resend-in-doubt)\n`);
   });
 
   it('resolve --all-in-doubt after a kill settles the rows in doubt as listed, not those the killed run left in flight', async () => {
@@ -140,7 +143,7 @@ describe('resolve and prune', () => {
       UPDATE runs SET status = 'running', finished_at = NULL; UPDATE jobs SET status = 'running', finished_at = NULL;`);
     const result = await cli(['resolve', '--ledger', ledger, '--all-in-doubt', '--as', 'pending']);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/^job 1: 1 run\(s\) had ended without recording it \(crash or kill\): the 2 row\(s\) they left in flight are now in doubt \(not settled here: check them with the partner \(quote-batch export --status in_doubt\), settle them with `quote-batch resolve`\)\njob 1: 1 row\(s\) resolved from in_doubt to pending \(rows 12\)\n/);
+    expect(result.stdout.startsWith(`job 1: 1 run(s) had ended without recording it (crash or kill): the 2 row(s) they left in flight are now in doubt (not settled here: check them with the partner (quote-batch export --ledger ${ledger} --job 1 --status in_doubt), settle them with \`quote-batch resolve --ledger ${ledger} --job 1 --rows <n,...> --as succeeded|pending\`)\njob 1: 1 row(s) resolved from in_doubt to pending (rows 12)\n`)).toBe(true);
     const view = readLedger(ledger);
     expect(view.rows.filter((r) => [12, 17, 18].includes(r.row_number)).map((r) => r.state)).toEqual(['pending', 'in_doubt', 'in_doubt']);
   });

@@ -174,12 +174,15 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
 
   it('caps the row table with a note that says how to get every row', async () => {
     const { jobId } = mixed;
-    const html = renderHtml(buildReport(t.db, jobId), readProblemRows(t.db, jobId, 10));
+    const html = renderHtml(buildReport(t.db, jobId), readProblemRows(t.db, jobId, 10), '/var/lib/qb/night ledger.db');
     const { page } = await openReport(html, 'capped', 800);
     try {
       expect(await page.locator('table.problem-rows tbody tr').count()).toBe(10);
       const note = await page.locator('table.problem-rows').evaluate((table) => table.previousElementSibling?.textContent ?? '');
-      expect(note).toMatch(/^The first 10 of 10\d, in row order\. All of them: quote-batch export --job \d+ --status pending,rejected,agent_invalid,invalid,duplicate,failed,in_doubt --out rows\.csv/);
+      // The commands name the ledger (quoted for the shell) and the job: they work as printed.
+      expect(note).toMatch(/^The first 10 of 10\d, in row order\. All of them: quote-batch export --ledger '\/var\/lib\/qb\/night ledger\.db' --job \d+ --status pending,rejected,agent_invalid,invalid,duplicate,failed,in_doubt --out rows\.csv/);
+      expect(await page.locator('p.note', { hasText: 'hand the rows back' }).textContent())
+        .toContain(`quote-batch export --ledger '/var/lib/qb/night ledger.db' --job ${jobId} --status rejected,invalid,agent_invalid --format source --out to-fix.csv`);
     } finally {
       await page.close();
     }

@@ -108,7 +108,7 @@ describe('a partner whose validation answers while its quotes never do', () => {
     expect(result.stderr).toMatch(/error: halting: 8 requests in doubt since the partner stopped answering quotes\/leads/);
     const states = readLedger(ledger).states;
     // A resumed run does not resend them: the advice says to settle them first, with their count.
-    expect(result.stdout).toContain(`exit 3: job not completed: the partner stopped answering and ${states.in_doubt} row(s) are in doubt; check them with the partner (quote-batch export --status in_doubt), settle them with \`quote-batch resolve\``);
+    expect(result.stdout).toContain(`exit 3: job not completed: the partner stopped answering and ${states.in_doubt} row(s) are in doubt; check them with the partner (quote-batch export --ledger ${ledger} --job 1 --status in_doubt), settle them with \`quote-batch resolve --ledger ${ledger} --job 1 --rows <n,...> --as succeeded|pending\``);
     expect(states.in_doubt).toBeLessThanOrEqual(2 * CONCURRENCY);
     expect(partner.received.quote).toBe(10 + (states.in_doubt ?? 0));
     expect(partner.duplicateLeads()).toEqual([]);
