@@ -357,13 +357,16 @@ export class CsvDecoder implements Decoder {
     if (quoteError !== undefined) {
       throw new QuoteBatchError('E_INPUT', `cannot read ${where}: ${describeQuoteError(quoteError, values)}`);
     }
+    // Columns without a name (a spreadsheet's trailing `;;`) may be many: no mapping can name them.
     const seen = new Map<string, number>();
     for (const [index, name] of values.entries()) {
+      if (name === '') continue;
       const earlier = seen.get(name);
       if (earlier !== undefined) {
         throw new QuoteBatchError(
           'E_INPUT',
           `${where} names column ${JSON.stringify(name)} twice (columns ${earlier + 1} and ${index + 1})`,
+          { hint: 'a mapping reads columns by name: rename one of them in the header line' },
         );
       }
       seen.set(name, index);

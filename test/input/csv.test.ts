@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CsvDecoder } from '../../src/input/_csv-decoder.js';
 import { openInput, type InputItem } from '../../src/input/index.js';
-import { useTempDir } from '../helpers/temp-dir.js';
+import { makeTempDir, useTempDir } from '../helpers/temp-dir.js';
 import { collect, fixture, readAll, summarize } from './_helpers.js';
 
 describe('CSV reader', () => {
@@ -143,11 +143,24 @@ describe('CSV reader', () => {
     });
   });
 
-  it('refuses a header naming a column twice', async () => {
+  it('refuses a header naming a column twice, with a hint', async () => {
     await expect(openInput(fixture('duplicate-header.csv'))).rejects.toMatchObject({
       code: 'E_INPUT',
       message: expect.stringContaining('names column "id" twice (columns 1 and 3)'),
+      hint: 'a mapping reads columns by name: rename one of them in the header line',
     });
+  });
+
+  it('reads a header with several columns without a name (a spreadsheet\'s trailing ;;)', async () => {
+    const dir = makeTempDir();
+    try {
+      writeFileSync(dir.path('trailing.csv'), 'a;b;;\n1;2;;\n3;4;x;\n');
+      const { columns, items } = await readAll(dir.path('trailing.csv'), { delimiter: ';' });
+      expect(columns).toEqual(['a', 'b', '', '']);
+      expect(items.map((item) => (item.kind === 'record' ? [item.record.a, item.record.b] : item.kind))).toEqual([['1', '2'], ['3', '4']]);
+    } finally {
+      dir.cleanup();
+    }
   });
 
   it('keeps a column named __proto__ as an ordinary key', async () => {

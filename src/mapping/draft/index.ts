@@ -130,7 +130,11 @@ class Drafter {
     draft.rowKey = this.chooseRowKey(draft, scope.fields);
     draft.comments = this.headerComments();
     const unmatched = this.unplaced.filter((source) => !this.partial.includes(source) && !this.braced.includes(source));
-    if (unmatched.length > 0) draft.footer.push(`Not placed (no request field matched their name): ${unmatched.map(shortName).join(', ')}`);
+    // Columns without a name (a spreadsheet's trailing `;;`) are counted, not listed as blanks.
+    const named = unmatched.filter((source) => source !== '');
+    const nameless = unmatched.length - named.length;
+    if (named.length > 0) draft.footer.push(`Not placed (no request field matched their name): ${named.map(shortName).join(', ')}`);
+    if (nameless > 0) draft.footer.push(`Not placed: ${nameless} column(s) without a name in the header (a mapping cannot read them)`);
     if (this.partial.length > 0) draft.footer.push(`Not placed (not there for every number of their group): ${this.partial.map(shortName).join(', ')}`);
     if (this.braced.length > 0) {
       draft.footer.push(`Not placed (a mapping cannot name a column with { or }: it reads {…} as a group's index or a template's column): ${this.braced.map(shortName).join(', ')}`);

@@ -66,6 +66,11 @@ describe('the draft\'s conversions, agent and row key', () => {
     expect(fieldsOf(result.content)['channel.channel_id']).toEqual({ literal: 'CHANGE-ME' });
   });
 
+  it('columns without a name (a spreadsheet\'s trailing ;;) are counted, not listed as blanks', () => {
+    const result = draftCsv([...header, '', ''], rows.map((row) => [...row, '', '']));
+    expect(result.yaml).toMatch(/# Not placed \(no request field matched their name\): Notes\n# Not placed: 2 column\(s\) without a name in the header \(a mapping cannot read them\)\n/);
+  });
+
   it('without a click id, the lead id is the row key; without either, the draft says so', () => {
     expect(draftCsv(['Lead_No', 'DOB'], [['L-1', '02/03/1980']]).content.row_key).toBe('tracking.channel_lead_id');
     const none = draftCsv(['DOB'], [['02/03/1980']]);
