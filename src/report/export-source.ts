@@ -73,12 +73,17 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
   try {
     let eol = '\n';
     let fields = 0;
+    // An input that is itself such an export (fixed and fed back) has the three columns last:
+    // they are replaced, not added again (a header naming a column twice cannot be read).
+    let replaced = false;
     if (!csv && (await cursor.peek(3)).equals(BOM)) out.push(BOM); // the file's, not its first line's
     if (csv) {
       const header = await readHeader(cursor, input.path);
       eol = header.eol;
-      fields = countFields(header.bytes, input.delimiter);
-      out.push(header.bytes);
+      const starts = fieldStarts(header.bytes, input.delimiter);
+      fields = starts.length;
+      replaced = endsWithExportColumns(header.bytes, starts, input.delimiter);
+      out.push(replaced ? header.bytes.subarray(0, (starts.at(-SOURCE_EXPORT_COLUMNS.length) as number) - input.delimiter.length) : header.bytes);
       out.push(Buffer.from(`${SOURCE_EXPORT_COLUMNS.map((c) => input.delimiter + c).join('')}${eol}`));
     }
     // Every row of the job in row order, so the one after a selected row (where its record ends) is at hand.
@@ -103,7 +108,8 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
         terminator = line.crlf ? '\r\n' : '\n';
       }
       if (record !== null && start === 0 && !csv && record.subarray(0, 3).equals(BOM)) record = record.subarray(3);
-      out.push(csv ? csvRecord(record, row, input.delimiter, eol, fields) : ndjsonRecord(record, row, terminator));
+      if (csv && replaced && record !== null) record = withoutExportCells(record, input.delimiter, fields);
+      out.push(csv ? csvRecord(record, row, input.delimiter, eol, fields - (replaced ? SOURCE_EXPORT_COLUMNS.length : 0)) : ndjsonRecord(record, row, terminator));
       count += 1;
     };
     const rows = db.prepare(
@@ -181,19 +187,39 @@ async function readHeader(cursor: ByteCursor, path: string): Promise<{ bytes: Bu
   return { bytes: bytes.subarray(0, bytes.length - eol.length), eol };
 }
 
-/** The fields of a CSV header: its delimiters outside quotes, plus one. */
-function countFields(header: Buffer, delimiter: string): number {
+/** Where each field of a CSV line starts: 0, and just past each delimiter outside quotes. */
+function fieldStarts(line: Buffer, delimiter: string): number[] {
   const separator = Buffer.from(delimiter);
   let quoted = false;
-  let fields = 1;
-  for (let i = 0; i < header.length; i += 1) {
-    if (header[i] === QUOTE) quoted = !quoted;
-    else if (!quoted && header[i] === separator[0] && header.subarray(i, i + separator.length).equals(separator)) {
-      fields += 1;
+  const starts = [0];
+  for (let i = 0; i < line.length; i += 1) {
+    if (line[i] === QUOTE) quoted = !quoted;
+    else if (!quoted && line[i] === separator[0] && line.subarray(i, i + separator.length).equals(separator)) {
+      starts.push(i + separator.length);
       i += separator.length - 1;
     }
   }
-  return fields;
+  return starts;
+}
+
+/** Whether a CSV header's last fields are {@link SOURCE_EXPORT_COLUMNS}, unquoted, as an export writes them. */
+function endsWithExportColumns(header: Buffer, starts: readonly number[], delimiter: string): boolean {
+  const n = SOURCE_EXPORT_COLUMNS.length;
+  if (starts.length <= n) return false;
+  const tail = header.subarray((starts.at(-n) as number) - delimiter.length).toString('utf8');
+  return tail === SOURCE_EXPORT_COLUMNS.map((c) => delimiter + c).join('');
+}
+
+/**
+ * A CSV record of `fields` fields without its last three (an earlier export's cells); a record
+ * with another number of fields (an unreadable row) is kept whole.
+ */
+function withoutExportCells(record: Buffer, delimiter: string, fields: number): Buffer {
+  let end = record.length;
+  while (end > 0 && (record[end - 1] === LF || record[end - 1] === CR)) end -= 1;
+  const starts = fieldStarts(record.subarray(0, end), delimiter);
+  if (starts.length !== fields) return record;
+  return record.subarray(0, (starts.at(-SOURCE_EXPORT_COLUMNS.length) as number) - delimiter.length);
 }
 
 /**
@@ -217,6 +243,14 @@ function csvRecord(record: Buffer | null, row: LedgerRow, delimiter: string, eol
 function ndjsonRecord(record: Buffer | null, row: LedgerRow, eol: string): Buffer {
   const added = `"qb_state":${JSON.stringify(row.state)},"qb_error_code":${JSON.stringify(row.error_code)},"qb_error_message":${JSON.stringify(row.error_message)}}${eol}`;
   if (record === null) return Buffer.from(`{"qb_line":null,${added}`);
+  const earlier = earlierExport(record);
+  if (earlier !== undefined) {
+    // A line of an earlier export, fed back: its three keys get the new values (the line is written
+    // anew, not byte for byte), rather than a second copy of each.
+    const values: Record<string, unknown> = { state: row.state, error_code: row.error_code, error_message: row.error_message };
+    for (const key of SOURCE_EXPORT_COLUMNS) earlier[key] = values[key.slice(3)];
+    return Buffer.from(`${JSON.stringify(earlier)}${eol}`);
+  }
   const keys = objectKeyCount(record);
   if (keys !== undefined) {
     // Parsed as an object: its last byte but JSON white space is its closing brace.
@@ -228,6 +262,18 @@ function ndjsonRecord(record: Buffer | null, row: LedgerRow, eol: string): Buffe
   }
   const line = isUtf8(record) ? `"qb_line":${JSON.stringify(record.toString('utf8'))}` : `"qb_line_base64":"${record.toString('base64')}"`;
   return Buffer.from(`{${line},${added}`);
+}
+
+/** `record` parsed, when it is a JSON object holding a key of {@link SOURCE_EXPORT_COLUMNS}; else undefined. */
+function earlierExport(record: Buffer): Record<string, unknown> | undefined {
+  if (!record.includes('"qb_state"') && !record.includes('"qb_error_code"') && !record.includes('"qb_error_message"')) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(record.toString('utf8'));
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return undefined;
+    return SOURCE_EXPORT_COLUMNS.some((key) => Object.hasOwn(parsed, key)) ? parsed as Record<string, unknown> : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The number of keys when `record` is a JSON object (invalid UTF-8 inside its strings allowed), else undefined. */

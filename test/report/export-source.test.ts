@@ -14,7 +14,7 @@ import { openInput, type InputItem, type InputOptions } from '../../src/input/in
 import type { RowState } from '../../src/ledger/index.js';
 import { exportSourceRows, SOURCE_EXPORT_COLUMNS, type SourceInput } from '../../src/report/index.js';
 import { buildMixedJob } from '../fixtures/report/mixed-job.js';
-import { buildSourceJob, type SourceJob, type SourceLayout } from '../fixtures/report/source-job.js';
+import { buildSourceJob, recordSourceJob, type SourceJob, type SourceLayout } from '../fixtures/report/source-job.js';
 import { createTempLedger, type TempLedger } from './_ledger.js';
 
 const BIN = join(resolve(fileURLToPath(new URL('.', import.meta.url)), '../..'), 'bin/quote-batch.js');
@@ -143,6 +143,39 @@ describe('export --format source', () => {
           expect(line).toBe(original);
         }
       });
+    });
+  }
+
+  for (const layout of ['csv', 'big-csv', 'ndjson'] as const) {
+    it(`${layout}: an export fed back as a job's input and exported again has the three columns once, with the new outcomes`, async () => {
+      const first = jobs.get(layout) as SourceJob;
+      const ndjson = layout === 'ndjson';
+      const once = await exportToFile(t, first, layout, [], `once-${layout}.${ndjson ? 'ndjson' : 'csv'}`);
+      // The fixed file runs as a job of its own, whose rows get other outcomes (rows shift by one).
+      const second = await recordSourceJob(t.db, once.path, first.mappingPath, first.options, ndjson);
+      t.db.prepare(`UPDATE rows SET state = 'succeeded', error_code = NULL, error_message = 'second round ' || row_number WHERE job_id = ?`).run(second.jobId);
+      const twice = await exportToFile(t, second, layout, [], `twice-${layout}.${ndjson ? 'ndjson' : 'csv'}`);
+      const back = await readAll(twice.path, first.options);
+      const before = await readAll(first.inputPath, first.options);
+      expect(back.length).toBe(before.length);
+      back.forEach((item, i) => {
+        const source = before[i] as InputItem;
+        if (item.kind !== 'record' || source.kind !== 'record') return;
+        const { qb_state: state, qb_error_code: code, qb_error_message: message, qb_line: _line, ...cells } = item.record;
+        expect(cells, `row ${item.rowNumber}`).toEqual(source.record);
+        expect(Object.keys(item.record).filter((key) => key.startsWith('qb_'))).toEqual([...SOURCE_EXPORT_COLUMNS]);
+        expect([state, code === '' ? null : code, message]).toEqual(['succeeded', null, `second round ${item.rowNumber}`]);
+      });
+      if (ndjson) {
+        // Each key once in the text too (JSON.parse keeps the last of a key written twice).
+        for (const line of readFileSync(twice.path, 'utf8').split('\n').filter((l) => l !== '')) {
+          for (const key of SOURCE_EXPORT_COLUMNS) expect(line.split(`"${key}"`).length, line).toBe(2);
+        }
+      } else {
+        // Rows the reader could not read keep their bytes; the header names each column once.
+        const header = readFileSync(twice.path, 'utf8').split(/\r?\n/, 1)[0] as string;
+        expect(header.split(first.options.delimiter ?? ',').filter((c) => c.startsWith('qb_'))).toEqual([...SOURCE_EXPORT_COLUMNS]);
+      }
     });
   }
 
