@@ -66,14 +66,19 @@ export interface CsvDecoderOptions {
  * count: csv-parse counts CRLF inside quotes twice), the UTF-8 check and the size limit.
  *
  * Recovery, exactly: an invalid closing quote (`"ab"c,`) ends quoting there, so the record ends at
- * its line end; a stray quote in an unquoted field (`ab"c`) is an error for that record only; a
+ * its line end; a record whose bad quote ran on past its first line (an invalid closing quote lines
+ * later, or none before the end of the file) is flagged `quoteRanOn`, and the reader reads the
+ * lines after its first line again, as rows (see `open.ts`); a stray quote in an unquoted field (`ab"c`) is an error for that record only; a
  * quote opened and never closed makes the rest of the file one record, reported as one error when
- * the file ends, or, once it passes `maxRecordBytes`, as "record longer than" with reading resumed
- * on the next line (which may be inside the runaway quoted text, and then reads as its own rows).
+ * the file ends, or, once it passes `maxRecordBytes`, as "record longer than" with reading
+ * resumed on the next line (which may be inside the runaway quoted text, and then reads as its own rows).
  * The size limit is checked after each slice of at most 64 KiB, so an over-long record is held to
  * at most `maxRecordBytes` + 64 KiB, and reading resumes after the first line end past the slice
  * where the limit was noticed: the same place on every read of the same file.
  */
+/** How a record whose quote was never closed ends, in its message; the reader may say otherwise (see `open.ts`). */
+export const RUNS_TO_END = 'the record runs to the end of the file';
+
 export class CsvDecoder implements Decoder {
   columns: string[] | null = null;
   readonly #options: CsvDecoderOptions;
@@ -321,7 +326,10 @@ export class CsvDecoder implements Decoder {
       reason = `wrong number of fields (expected ${columns.length}, got ${values.length})`;
     }
     if (reason === undefined) this.#out.push({ kind: 'record', rowNumber, line, offset, record: this.#toRecord(values) });
-    else this.#out.push({ kind: 'error', rowNumber, line, offset, message: `line ${line}: ${reason}` });
+    else if (quoteError !== undefined && this.#breaksBeforePrevEnd > line) {
+      // A bad quote took in the lines after the record's first: the reader reads them again as rows.
+      this.#out.push({ kind: 'error', rowNumber, line, offset, message: `line ${line}: ${reason}`, quoteRanOn: true });
+    } else this.#out.push({ kind: 'error', rowNumber, line, offset, message: `line ${line}: ${reason}` });
   }
 
   #onSkip(error: CsvError | undefined): undefined {
@@ -331,12 +339,12 @@ export class CsvDecoder implements Decoder {
       const line = this.#pendingLine();
       const first = this.#quoteError;
       this.#quoteError = undefined;
-      const reason = `${first === undefined ? '' : `${describeQuoteError(first, this.columns ?? [])}; `}quote not closed: the record runs to the end of the file`;
+      const reason = `${first === undefined ? '' : `${describeQuoteError(first, this.columns ?? [])}; `}quote not closed: ${RUNS_TO_END}`;
       if (this.columns === null) {
         throw new QuoteBatchError('E_INPUT', `cannot read the header of ${this.#label} (line ${line}): ${reason}`);
       }
       const rowNumber = ++this.#rowNumber;
-      this.#out.push({ kind: 'error', rowNumber, line, offset: this.#pendingStart(), message: `line ${line}: ${reason}` });
+      this.#out.push({ kind: 'error', rowNumber, line, offset: this.#pendingStart(), message: `line ${line}: ${reason}`, quoteRanOn: true });
       return undefined;
     }
     this.#quoteError ??= error;

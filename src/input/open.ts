@@ -4,7 +4,7 @@ import type { ReadStream } from 'node:fs';
 import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { QuoteBatchError } from '../errors.js';
-import { CsvDecoder } from './_csv-decoder.js';
+import { CsvDecoder, RUNS_TO_END } from './_csv-decoder.js';
 import type { Decoder } from './_decoder.js';
 import { NdjsonDecoder } from './_ndjson-decoder.js';
 import { detectInput } from './detect.js';
@@ -13,6 +13,8 @@ import type { InputFormat, InputItem, InputOptions, InputReader, InputStart } fr
 
 /** Bytes read from the file at a time. */
 const READ_CHUNK_BYTES = 64 * 1024;
+/** Bytes fed to the decoder at a time when a record's lines are read again (see `#rereadAfter`). */
+const REREAD_PIECE_BYTES = 64;
 const LF = 0x0a;
 const CR = 0x0d;
 
@@ -67,6 +69,7 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
   const file = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
   const source: Readable = gzip ? pipeline(file, createGunzip(), noop) : file;
   const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0, signal });
+  reader.decodeWith(decoder, 0);
   if (format !== 'ndjson') {
     try {
       await reader.readHeader();
@@ -151,7 +154,7 @@ async function openInputAt(parts: ResumeParts): Promise<InputReader> {
     if (before !== LF && (before !== CR || csv === undefined)) {
       throw refuse(`byte ${start.offset - 1} before it does not end a line, so no record starts there`);
     }
-    reader.decodeWith(csv === undefined ? new NdjsonDecoder({ ...ndjson, start }) : csv.continueAt(start));
+    reader.decodeWith(csv === undefined ? new NdjsonDecoder({ ...ndjson, start }) : csv.continueAt(start), start.offset);
   } catch (error) {
     await reader.close();
     throw error;
@@ -213,6 +216,15 @@ class StreamingInputReader implements InputReader {
   #decoder: Decoder;
   /** Chunks read past a skipped prefix (the first one cut), decoded before the next chunk is read. */
   #pending: Buffer[] = [];
+  /** Offset in the (decompressed) file of the next byte given to the decoder. */
+  #fed = 0;
+  /**
+   * CSV: the chunks given to the decoder since the start of the last item it gave (and so since the
+   * start of any record it has not given yet), with their offsets: what a record whose bad quote ran
+   * on took in is read again from them (see {@link #rereadAfter}). At most a record's bytes
+   * (`maxRecordBytes`, the decoder cuts a longer one) and a chunk.
+   */
+  #kept: { offset: number; bytes: Buffer }[] = [];
   #items: (InputItem | undefined)[] = [];
   #head = 0;
   #ended = false;
@@ -280,9 +292,10 @@ class StreamingInputReader implements InputReader {
     return { before, at, skipped: count };
   }
 
-  /** Decodes the rest of the input with `decoder` (after {@link skipPrefix}). */
-  decodeWith(decoder: Decoder): void {
+  /** Decodes the rest of the input with `decoder`, from byte `offset` of the file on (after {@link skipPrefix}). */
+  decodeWith(decoder: Decoder, offset: number): void {
     this.#decoder = decoder;
+    this.#fed = offset;
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<InputItem, void, undefined> {
@@ -293,7 +306,13 @@ class StreamingInputReader implements InputReader {
           const item = this.#items[this.#head] as InputItem;
           this.#items[this.#head] = undefined;
           this.#head += 1;
-          yield item;
+          // A bad quote took in the lines after the record's first: they are read again, as rows
+          // (the items after this one, read past them, go).
+          if (item.kind === 'error' && item.quoteRanOn === true && this.#rereadAfter(item)) {
+            yield { ...item, message: readAlone(item.message) };
+          } else {
+            yield item;
+          }
         } else if (this.#ended) {
           return;
         } else {
@@ -317,6 +336,45 @@ class StreamingInputReader implements InputReader {
     if (!file.closed) await new Promise<void>((resolve) => file.once('close', () => resolve()));
   }
 
+  /**
+   * Decodes the kept bytes after the first line of `bad`, a record whose bad quote ran on, again
+   * with a decoder of the records from there (numbered on from `bad`, as a read resumed there
+   * would give them), which then reads on. False, and nothing changed, when no line follows.
+   * They are fed again in small pieces, so that a file with a bad quote on every line is not
+   * decoded again whole after each of them.
+   */
+  #rereadAfter(bad: Extract<InputItem, { kind: 'error' }>): boolean {
+    if (!(this.#decoder instanceof CsvDecoder)) return false;
+    const next = lineEndAfter(this.#kept, bad.offset);
+    if (next === undefined || next >= this.#fed) return false;
+    this.#decoder = this.#decoder.continueAt({ offset: next, rowNumber: bad.rowNumber + 1, line: bad.line + 1 });
+    const again: Buffer[] = [];
+    for (const { offset, bytes } of this.#kept) {
+      for (let from = Math.max(0, next - offset); from < bytes.length; from += REREAD_PIECE_BYTES) {
+        again.push(bytes.subarray(from, from + REREAD_PIECE_BYTES));
+      }
+    }
+    this.#pending = [...again, ...this.#pending];
+    this.#kept = [];
+    this.#fed = next;
+    this.#ended = false;
+    this.#items = [];
+    this.#head = 0;
+    return true;
+  }
+
+  /**
+   * Drops the kept chunks that end before the start of the last of `items`, or of the first whose
+   * bad quote ran on (its lines are read again from them); none: keeps all.
+   */
+  #keepFrom(items: readonly InputItem[]): void {
+    const from = (items.find((item) => item.kind === 'error' && item.quoteRanOn === true) ?? items.at(-1))?.offset;
+    if (from === undefined) return;
+    let drop = 0;
+    while (drop < this.#kept.length && (this.#kept[drop]?.offset ?? 0) + (this.#kept[drop]?.bytes.length ?? 0) <= from) drop += 1;
+    if (drop > 0) this.#kept.splice(0, drop);
+  }
+
   /** Reads the next chunk (or the end) into the item queue. */
   async #fill(): Promise<void> {
     const items: InputItem[] = [];
@@ -327,8 +385,11 @@ class StreamingInputReader implements InputReader {
       this.#ended = true;
       decoder.end(items);
     } else {
+      if (decoder instanceof CsvDecoder) this.#kept.push({ offset: this.#fed, bytes: chunk });
+      this.#fed += chunk.length;
       decoder.write(chunk, items);
     }
+    this.#keepFrom(items);
     this.#items = items;
     this.#head = 0;
   }
@@ -398,6 +459,42 @@ function fsError(verb: 'open' | 'read', path: string, error: unknown): QuoteBatc
           ? ['it is a directory', 'name the lead file itself, e.g. exports/leads-2024-05-01.csv']
           : [error instanceof Error ? error.message : String(error), undefined];
   return new QuoteBatchError('E_INPUT', `cannot ${verb} input file ${path}: ${reason}`, { cause: error, hint });
+}
+
+/** The message of a record whose bad quote ran on, once the lines after its first are read again. */
+function readAlone(message: string): string {
+  const alone = 'read as its first line alone, the lines after it as rows';
+  return message.includes(RUNS_TO_END) ? message.replace(RUNS_TO_END, alone) : `${message}; ${alone}`;
+}
+
+/**
+ * The offset just past the first line end (LF, CR LF, a lone CR, or CR CR LF) at or after byte
+ * `offset`, in `chunks` (consecutive pieces of the file with their offsets); undefined when none
+ * ends there.
+ */
+function lineEndAfter(chunks: readonly { offset: number; bytes: Buffer }[], offset: number): number | undefined {
+  /** A CR seen (it may go on as CR LF or CR CR LF): where it is, and how many CRs. */
+  let crAt = -1;
+  let crs = 0;
+  for (const { offset: base, bytes } of chunks) {
+    for (let i = Math.max(0, offset - base); i < bytes.length; i += 1) {
+      const byte = bytes[i];
+      if (crAt === -1) {
+        if (byte === LF) return base + i + 1;
+        if (byte === CR) {
+          crAt = base + i;
+          crs = 1;
+        }
+      } else if (byte === LF) {
+        return crAt + crs + 1;
+      } else if (byte === CR && crs === 1) {
+        crs = 2;
+      } else {
+        return crAt + 1;
+      }
+    }
+  }
+  return crAt === -1 ? undefined : crAt + 1;
 }
 
 function noop(): void {}

@@ -66,6 +66,12 @@ export type InputItem =
       offset: number;
       /** Names the line and what was wrong, e.g. `line 42: wrong number of fields (expected 120, got 119)`. */
       message: string;
+      /**
+       * CSV: a quote of this record ran on past its first line and was never closed right (or not
+       * at all: to the end of the file), so the lines it took in are likely rows of their own. The
+       * reader reads them again, as rows, from the line after the record's first line.
+       */
+      quoteRanOn?: true;
     };
 
 /** A streaming reader: iterate it with `for await`; it reads only as fast as it is iterated. */

@@ -85,12 +85,41 @@ describe('CSV reader', () => {
     ]);
   });
 
-  it('reports a quote never closed as one error at its line: the rest of the file is that record', async () => {
+  it('reports a quote never closed as one error at its line, and reads the lines after it as rows', async () => {
     const { items } = await readAll(fixture('unclosed-quote.csv'));
     expect(summarize(items)).toEqual([
       [1, 2, { id: '1', name: 'Ada' }],
-      [2, 3, 'line 3: quote not closed: the record runs to the end of the file'],
+      [2, 3, 'line 3: quote not closed: read as its first line alone, the lines after it as rows'],
+      [3, 4, { id: '3', name: 'Cy' }],
+      [4, 5, { id: '4', name: 'Dee' }],
     ]);
+  });
+
+  it('reads the lines a stray quote took in as rows, when an invalid closing quote lines later ended it', async () => {
+    const { items } = await readAll(fixture('quote-ran-on.csv'), { delimiter: ';' });
+    expect(summarize(items)).toEqual([
+      [1, 2, { id: '1', name: 'Ann', city: 'Austin' }],
+      [2, 3, 'line 3: invalid closing quote in field 2 ("name"): a closing quote must be followed by the delimiter or the line end; read as its first line alone, the lines after it as rows'],
+      [3, 4, { id: '3', name: 'Cy', city: 'Houston' }],
+      [4, 5, { id: '4', name: 'Di', city: 'El Paso' }],
+      [5, 6, { id: '5', name: 'Ed', city: 'Waco' }],
+    ]);
+    // The offsets are where each record starts: the bad row is its first line alone.
+    expect(items.map((item) => item.offset)).toEqual([14, 28, 42, 56, 72]);
+  });
+
+  it('a file with a stray quote on every line reads each line as its own row', async () => {
+    const dir = makeTempDir();
+    try {
+      const lines = Array.from({ length: 2000 }, (_, i) => `${i},"x`);
+      writeFileSync(dir.path('many.csv'), `id,name\n${lines.join('\n')}\n`);
+      const { items } = await readAll(dir.path('many.csv'));
+      expect(items).toHaveLength(2000);
+      expect(items.map((item) => [item.rowNumber, item.line, item.kind])).toEqual(lines.map((_, i) => [i + 1, i + 2, 'error']));
+      expect(items.at(-1)).toMatchObject({ message: 'line 2001: quote not closed: the record runs to the end of the file' });
+    } finally {
+      dir.cleanup();
+    }
   });
 
   it('makes a wrong field count a row error naming expected and actual counts', async () => {

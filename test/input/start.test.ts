@@ -27,6 +27,7 @@ const CASES: readonly [name: string, options: InputOptions][] = [
   ['blank-lines.csv', {}],
   ['bad-quote.csv', {}],
   ['unclosed-quote.csv', {}],
+  ['quote-ran-on.csv', { delimiter: ';' }],
   ['wrong-field-count.csv', {}],
   ['invalid-utf8.csv', {}],
   ['semicolon.csv', { delimiter: ';' }],
@@ -139,6 +140,20 @@ describe('openInput with start: files of many chunks', () => {
     expect(runaway.offset).toBeGreaterThan(64 * 1024);
     expect(full.items.length).toBeGreaterThan(9100);
     expect((await readFrom(path, runaway, options)).items).toEqual(full.items.slice(9000));
+  });
+
+  it.each([false, true])('reads the rows after a quote never closed, over many blocks, and resumes among them as a full read does (gzip: %s)', async (gzip) => {
+    const before = Array.from({ length: 9000 }, (_, i) => `${i},ok`).join('\r\n');
+    const after = Array.from({ length: 20_000 }, (_, i) => `${i + 9001},after`).join('\r\n');
+    const body = `id,name\r\n${before}\r\n9000,"never closed\r\n${after}\r\n`;
+    const path = temp.path(gzip ? 'unclosed-long.csv.gz' : 'unclosed-long.csv');
+    writeFileSync(path, gzip ? gzipSync(body) : body);
+    const full = await readAll(path, {});
+    expect(full.items).toHaveLength(29_001);
+    expect(full.items[9000]).toMatchObject({ kind: 'error', rowNumber: 9001, line: 9002 });
+    expect(full.items[9001]).toMatchObject({ kind: 'record', rowNumber: 9002, line: 9003, record: { id: '9001', name: 'after' } });
+    expect(full.items.at(-1)).toMatchObject({ kind: 'record', rowNumber: 29_001, line: 29_002, record: { id: '29000', name: 'after' } });
+    for (const k of [8999, 9000, 9001, 20_000]) expect((await readFrom(path, full.items[k] as InputItem, {})).items, `from item ${k}`).toEqual(full.items.slice(k));
   });
 
   it('counts the skipped prefix of a plain file as read, and reads little of it', async () => {
