@@ -44,20 +44,28 @@ export function calculateRetryDelay(input: RetryDelayInput): number | null {
 }
 
 /**
+ * The longest wait a `Retry-After` is read as: 100 years. A broken gateway may send any number
+ * (`18446744073709551615`, -1 as an unsigned 64-bit number); past about 270,000 years a date
+ * cannot even hold it.
+ */
+export const MAX_RETRY_AFTER_MS = 100 * 365.25 * 86_400_000;
+
+/**
  * Converts a `Retry-After` header (RFC 9110 §10.2.3: delay-seconds or an HTTP-date) into
- * milliseconds from `now`. A date in the past gives 0; anything unreadable gives `undefined`.
+ * milliseconds from `now`, at most {@link MAX_RETRY_AFTER_MS}. A date in the past gives 0;
+ * anything unreadable gives `undefined`.
  */
 export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
   if (text === '') return undefined;
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  if (/^\d+$/.test(text)) return Math.min(Number(text) * 1000, MAX_RETRY_AFTER_MS);
   // Only an HTTP-date shape (a month name and hh:mm:ss; IMF-fixdate, RFC 850 or asctime) goes to
   // Date.parse, which would otherwise read "1.5", "-3" or "abc 12" as some date.
   if (!/[A-Za-z]{3}/.test(text) || !/\b\d{1,2}:\d{2}:\d{2}\b/.test(text)) return undefined;
   const at = Date.parse(text);
   if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - now);
+  return Math.min(Math.max(0, at - now), MAX_RETRY_AFTER_MS);
 }
 
 function clampUnit(n: number): number {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { calculateRetryDelay, parseRetryAfter } from '../../src/partner/index.js';
+import { calculateRetryDelay, MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/partner/index.js';
 
 const base = { baseMs: 500, capMs: 30_000, retryAfterCapMs: 120_000 };
 
@@ -85,6 +85,10 @@ describe('parseRetryAfter', () => {
     ['Fri, 20 Nov 2026 18:04:05 GMT', 0],
     ['Fri, 20 Nov 2026 18:00:00 GMT', 0], // in the past: retry now
     ['Sunday, 22-Nov-26 18:04:05 GMT', 2 * 86_400_000], // obsolete RFC 850 form
+    // A broken gateway's numbers and far dates: at most 100 years, a time a date can hold.
+    ['18446744073709551615', MAX_RETRY_AFTER_MS],
+    ['99999999999999999999999999999999', MAX_RETRY_AFTER_MS],
+    ['Sat, 13 Sep 275760 00:00:00 GMT', MAX_RETRY_AFTER_MS],
   ])('reads %j as %i ms', (value, expected) => {
     expect(parseRetryAfter(value, now)).toBe(expected);
   });
