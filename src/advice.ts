@@ -25,3 +25,8 @@ export function settleInDoubt(target: AdviceTarget): string {
 export function shellWord(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
 }
+
+/** Rows the partner took (2xx) whose answer could not be read: the words for the summary, the log and `report`. */
+export function unreadableAnswersText(rows: number): string {
+  return `${rows} got an answer that could not be read (empty, not JSON, or cut): the partner took them, but no quote number or premium was recorded; check them with the partner`;
+}

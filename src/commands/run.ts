@@ -10,6 +10,7 @@ import type { Operation } from '../partner/types.js';
 import { createProgressReporter } from '../pipeline/progress.js';
 import { checkInputHeader, runJob } from '../pipeline/run-job.js';
 import { formatSummary, nextStep } from '../pipeline/summary.js';
+import { commandFor, unreadableAnswersText } from '../advice.js';
 import { formatDuration } from '../duration.js';
 import { outputColumns } from '../io.js';
 import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
@@ -201,7 +202,14 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         sent_by_other_job: result.byOtherJobs.sent, rejected_by_other_job: result.byOtherJobs.rejected,
         // Of sent_by_other_job: rows whose lead is only in doubt in that other job (settled there).
         in_doubt_in_other_job: result.byOtherJobs.in_doubt_there,
+        // Of succeeded: rows whose 2xx answer could not be read (no quote number or premium recorded).
+        unreadable_answers: result.unreadableAnswers,
       };
+      if (result.unreadableAnswers > 0) {
+        logger.warn(`${unreadableAnswersText(result.unreadableAnswers)}; ${commandFor('export', { ledger: ledger.path, job: result.job.id }, '--status succeeded')} lists them`, {
+          event: 'unreadable_answers', job: result.job.id, rows: result.unreadableAnswers,
+        });
+      }
       // The summary's level says whether the job is done: info when completed, warn when not.
       if (result.exitCode === 3) logger.warn(`run finished: ${nextStep(result, ledger.path)}`, fields);
       else if (flags.jsonLog === true) logger.info(`run finished: ${nextStep(result, ledger.path)}`, fields);

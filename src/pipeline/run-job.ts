@@ -17,7 +17,7 @@ import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
 import { DEFAULT_INITIAL_WINDOW } from '../partner/adaptive-limiter.js';
 import type { ClientEvent, HaltKind, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
-import { readRowsByOtherJobs } from '../report/build-report.js';
+import { readRowsByOtherJobs, readUnreadableAnswers } from '../report/build-report.js';
 import { readStartingLimit } from '../report/timeline.js';
 import { TOOL_VERSION } from '../version.js';
 import { JobRunner, type ProgressSnapshot, type RunEnd } from './job-runner.js';
@@ -105,6 +105,8 @@ export interface RunJobResult {
   byOtherJobs: ReturnType<typeof readRowsByOtherJobs>;
   /** Requests per second the run was paced at by its end (a rate cap the partner showed); null when it was not pacing. */
   settledPace: number | null;
+  /** Of the job's succeeded rows, those whose 2xx answer could not be read (no quote number or premium recorded). */
+  unreadableAnswers: number;
   durationMs: number;
   exitCode: 0 | 1 | 3;
 }
@@ -187,6 +189,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
         emptyInput: latest.total_rows === 0, settledLimit: null, ceiling: options.concurrency, settledPace: null, exitCode: exitCodeFor('completed', counts),
         byOtherJobs: readRowsByOtherJobs(ledger.db, latest.id),
+        unreadableAnswers: readUnreadableAnswers(ledger.db, latest.id),
       };
     }
 
@@ -290,6 +293,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
         byOtherJobs: readRowsByOtherJobs(ledger.db, job.id),
+        unreadableAnswers: readUnreadableAnswers(ledger.db, job.id),
       };
     } finally {
       await target.close();

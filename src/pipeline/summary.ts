@@ -1,8 +1,8 @@
 /** The summary printed at the end of `run` (also when a completed job is run again). */
-import { formatErrorGroupLines } from '../error-groups.js';
+import { formatErrorGroupLines, wrapWords } from '../error-groups.js';
 import type { Ledger } from '../ledger/index.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { settleInDoubt } from '../advice.js';
+import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
 import { readErrorGroups } from '../report/index.js';
 import type { RunJobResult } from './run-job.js';
 
@@ -75,6 +75,10 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   // A run that stopped before it knew the end of the file counts only the rows it had read.
   const unread = !result.alreadyCompleted && result.end !== 'completed' && job.total_rows === null;
   lines.push(`  ${'total'.padEnd(14)} ${String(total).padStart(8)}${unread ? '  (rows read before the run stopped; the input may hold more)' : ''}`);
+  if (result.unreadableAnswers > 0) {
+    const text = `Of the succeeded rows, ${unreadableAnswersText(result.unreadableAnswers)}: ${commandFor('export', { ledger: ledger.path, job: job.id }, '--status succeeded')} lists them (see input_issues_json).`;
+    lines.push('', ...wrapWords(text, width, 6));
+  }
   const errors = readErrorGroups(ledger.db, job.id, { limit: SUMMARY_ERROR_KINDS, samples: 2 });
   if (errors.groups.length > 0) {
     lines.push('', `errors by kind (${errors.kinds} ${errors.kinds === 1 ? 'kind' : 'kinds'}, most rows first)`);

@@ -110,7 +110,15 @@ function readRows(db: Db, jobId: number): Report['rows'] {
     success_rate: total === 0 ? null : round(byState.succeeded / total, 4),
     sent_success_rate: sent === 0 ? null : round(byState.succeeded / sent, 4),
     by_other_jobs: readRowsByOtherJobs(db, jobId),
+    unreadable_answers: readUnreadableAnswers(db, jobId),
   };
+}
+
+/** `rows.unreadable_answers` of the report ({@link Report}): for `report` and the run's summary alike. */
+export function readUnreadableAnswers(db: Db, jobId: number): number {
+  return db.prepare(
+    `SELECT COUNT(*) FROM rows WHERE job_id = ? AND state = 'succeeded' AND input_issues_json LIKE '%"unreadable\\_answer"%' ESCAPE '\\'`,
+  ).pluck().get(jobId) as number;
 }
 
 /**

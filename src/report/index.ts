@@ -1,5 +1,5 @@
 // Summaries, exports and the HTML report of a ledger (the analysts' view): re-exports only.
-export { buildReport, resolveJobId, computeStats, computeHistogram, readRowsByOtherJobs } from './build-report.js';
+export { buildReport, resolveJobId, computeStats, computeHistogram, readRowsByOtherJobs, readUnreadableAnswers } from './build-report.js';
 export { percentileOf } from './_buckets.js';
 export { renderTable, DEFAULT_TABLE_WIDTH } from './render-table.js';
 export { readErrorGroups, type RowErrorGroups } from './row-errors.js';

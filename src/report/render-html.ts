@@ -5,7 +5,7 @@
  * an 800 px window to a laptop screen: charts and tables go to one column, long text wraps.
  */
 import { ROW_STATES, type RowState } from '../ledger/index.js';
-import { commandFor, settleInDoubt } from '../advice.js';
+import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
 import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
 import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
@@ -159,7 +159,7 @@ export function renderHtml(report: Report, problems: ProblemRows, ledger?: strin
   <p class="meta">${e(job.environment)} · ${e(job.operation)}${job.base_url === null ? '' : ` · <code>${e(job.base_url)}</code>`} · created ${e(formatTimestamp(job.created_at))} · finished ${e(formatTimestamp(job.finished_at))}</p>
 ${stopped === undefined ? '' : `  <p class="meta">stopped: ${e(stopped)}</p>\n`}</header>
 <section class="kpis">${kpis}</section>
-${report.rows.by_state.in_doubt > 0 ? `<p class="note">${e(formatInteger(report.rows.by_state.in_doubt))} rows in doubt: they may have reached the partner; ${e(settleInDoubt(here))}.</p>\n` : ''}<h2>Errors by kind (${e(formatInteger(report.row_error_groups))})</h2>
+${rows.unreadable_answers > 0 ? `<p class="note">Of the succeeded rows, ${e(unreadableAnswersText(rows.unreadable_answers))}: <code>${e(commandFor('export', here, '--status succeeded'))}</code>.</p>\n` : ''}${report.rows.by_state.in_doubt > 0 ? `<p class="note">${e(formatInteger(report.rows.by_state.in_doubt))} rows in doubt: they may have reached the partner; ${e(settleInDoubt(here))}.</p>\n` : ''}<h2>Errors by kind (${e(formatInteger(report.row_error_groups))})</h2>
 <p class="note">Rows ${e(ERROR_STATES.join(', '))}, grouped by state, error code and what went wrong, with row numbers, values and ids taken out — as the run summary and <code>quote-batch check</code> group them.
 To hand the rows back in the input's own layout: <code>${e(commandFor('export', here, `--status rejected,invalid,agent_invalid --format source --out to-fix.${job.input_format}`))}</code>.</p>
 ${rawTable(['rows', 'kind: state · error code · what went wrong', 'sample rows'],

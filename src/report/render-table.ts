@@ -5,7 +5,7 @@
  */
 import { formatErrorGroupLines, wrapWords } from '../error-groups.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { commandFor, settleInDoubt } from '../advice.js';
+import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
 import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import {
   cleanText, formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
@@ -51,6 +51,9 @@ export function renderTable(report: Report, options: { width?: number; ledger?: 
     const share = rows.total === 0 ? 0 : n / rows.total;
     const bar = '█'.repeat(Math.round(share * BAR_WIDTH));
     push(`  ${padCell(state, 14)}${padCellLeft(formatInteger(n), 10)} ${padCellLeft(formatPercent(rows.total === 0 ? null : share), 7)}  ${bar}`);
+  }
+  if (rows.unreadable_answers > 0) {
+    push(...wrapWords(`of succeeded, ${unreadableAnswersText(rows.unreadable_answers)} (${commandFor('export', here, '--status succeeded')})`, width - 4, 3).map((line) => `  ${line}`));
   }
   if (rows.by_state.in_doubt > 0) {
     push(...wrapWords(`${formatInteger(rows.by_state.in_doubt)} in doubt: they may have reached the partner; ${settleInDoubt(here)}`, width - 4, 3).map((line) => `  ${line}`));

@@ -108,6 +108,12 @@ export interface ReportRows {
     /** The jobs those rows are in doubt in, ascending. */
     in_doubt_jobs: number[];
   };
+  /**
+   * Of the `succeeded` rows, those whose 2xx answer could not be read (empty, not JSON, cut at the
+   * size limit: an `unreadable_answer` warning in `input_issues_json`): the partner took the
+   * request, but no quote number or premium was recorded. Worth a look with the partner.
+   */
+  unreadable_answers: number;
 }
 
 export interface ReportKindAttempts {

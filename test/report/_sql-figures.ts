@@ -125,6 +125,8 @@ export function computeFiguresBySql(db: Db, jobId: number) {
           AND EXISTS (SELECT 1 FROM rows o WHERE o.job_id = r.sent_by_job AND o.row_number = r.sent_by_row AND o.state IN ('in_doubt', 'in_flight'))
           ORDER BY sent_by_job`).pluck().all(jobId) as number[]),
       },
+      unreadable_answers: (db.prepare(`SELECT input_issues_json FROM rows WHERE job_id = ? AND state = 'succeeded' AND input_issues_json IS NOT NULL`)
+        .pluck().all(jobId) as string[]).filter((text) => (JSON.parse(text) as { type?: string }[]).some((issue) => issue.type === 'unreadable_answer')).length,
     },
     attempts: {
       total: one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ?', jobId),

@@ -138,8 +138,19 @@ describe('quote answers (contract §5)', () => {
       { kind: 'forward-then-answer', status: 200, body: '' },
     ]);
     const { ledger } = await setUp(script);
-    const result = await run(ledger);
+    const result = await run(ledger, ['--json-log']);
     expect(result.code).toBe(1);
+    // Not silently: the two succeeded rows whose answer could not be read are counted, at warn level too.
+    const seeThem = `quote-batch export --ledger ${ledger} --job 1 --status succeeded`;
+    expect(result.stdout.replace(/\s+/g, ' ')).toContain(`Of the succeeded rows, 2 got an answer that could not be read (empty, not JSON, or cut): the partner took them, but no quote number or premium was recorded; check them with the partner: ${seeThem} lists them`);
+    const warn = result.stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.event === 'unreadable_answers');
+    expect(warn).toMatchObject({ level: 'warn', rows: 2, job: 1 });
+    const summary = result.stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.event === 'summary');
+    expect(summary).toMatchObject({ unreadable_answers: 2 });
+    const report = await runCli(['report', '--ledger', ledger, '--format', 'json'], { cwd: tmp.dir, timeoutMs: 30_000 });
+    expect((JSON.parse(report.stdout) as { rows: { unreadable_answers: number } }).rows.unreadable_answers).toBe(2);
+    const table = await runCli(['report', '--ledger', ledger], { cwd: tmp.dir, timeoutMs: 30_000 });
+    expect(table.stdout.replace(/\s+/g, ' ')).toContain(`of succeeded, 2 got an answer that could not be read`);
     const byKey = rowsByKey(ledger);
     const [unreadable, failed, errored, empty] = keys.map((k) => byKey.get(k));
     expect(unreadable).toMatchObject({ state: 'succeeded', http_status: 200 });
