@@ -8,6 +8,9 @@ const FORMAT_BY_EXTENSION: ReadonlyMap<string, InputFormat> = new Map([
   ['.jsonl', 'ndjson'],
 ]);
 
+/** The format of an input file cannot be told from its name (see {@link detectInput}). */
+export class UnknownFormatError extends QuoteBatchError {}
+
 /**
  * Tells the format of an input file from its extension (`.csv`, `.tsv`, `.ndjson`, `.jsonl`,
  * each optionally followed by `.gz`); `format` overrides the extension. Throws
@@ -23,7 +26,7 @@ export function detectInput(path: string, format?: InputFormat): { format: Input
   const extension = dot > slash ? stem.slice(dot) : '';
   const detected = FORMAT_BY_EXTENSION.get(extension);
   if (detected === undefined) {
-    throw new QuoteBatchError(
+    throw new UnknownFormatError(
       'E_INPUT',
       `cannot tell the format of input file ${path}: expected .csv, .tsv, .ndjson or .jsonl (optionally .gz)`,
       { hint: 'rename the file or state the input format in the mapping' },

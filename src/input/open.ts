@@ -1,5 +1,5 @@
 import type { FileHandle } from 'node:fs/promises';
-import { open } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import type { ReadStream } from 'node:fs';
 import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
@@ -32,7 +32,16 @@ const CR = 0x0d;
  * bytes before the start are dropped unparsed, so openInput takes a while on a big one.
  */
 export async function openInput(path: string, options: InputOptions = {}): Promise<InputReader> {
-  const { format, gzip } = detectInput(path, options.format);
+  let detected: ReturnType<typeof detectInput>;
+  try {
+    detected = detectInput(path, options.format);
+  } catch (error) {
+    // A path that is no file (not there, a directory) is named so first, whatever its name.
+    const found = await stat(path).then((stats) => (stats.isDirectory() ? new Error('it is a directory') : undefined), (reason: unknown) => reason);
+    if (found !== undefined) throw fsError('open', path, found);
+    throw error;
+  }
+  const { format, gzip } = detected;
   const maxRecordBytes = readPositive('maxRecordBytes', options.maxRecordBytes, DEFAULT_MAX_RECORD_BYTES);
   const ndjson = { maxRecordBytes, maxDepth: readPositive('maxDepth', options.maxDepth, DEFAULT_MAX_DEPTH) };
   const { signal } = options;

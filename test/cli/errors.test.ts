@@ -45,6 +45,15 @@ describe('errors a user can cause', () => {
     expectOneLineAndHint(await run(extra, input), message, hint);
   });
 
+  it('a path that is no file is named so before its name is judged; init says how to name a file of an unknown kind', async () => {
+    mkdirSync(tmp.path('exports'));
+    expectOneLineAndHint(await run([], tmp.path('missing.txt')), /cannot open input file .*missing\.txt: no such file$/, /check the path/);
+    expectOneLineAndHint(await run([], tmp.path('exports')), /cannot open input file .*exports: it is a directory$/, /name the lead file itself/);
+    writeFileSync(tmp.path('leads.txt'), 'a,b\n1,2\n');
+    const init = await runCli(['init', 'leads.txt'], { cwd: tmp.dir, timeoutMs: 30_000 });
+    expectOneLineAndHint(init, /cannot tell the format of input file .*leads\.txt/, new RegExp(`init tells the format from the name: copy or rename the file, e\\.g\\. cp ${tmp.path('leads.txt')} ${tmp.path('leads.csv')}$`));
+  });
+
   it('an empty key file', async () => {
     writeFileSync(tmp.path('key.txt'), '\n');
     expectOneLineAndHint(await run(['--api-key-file', tmp.path('key.txt')]), /API key file .*key\.txt is empty$/, /alone on the first line/);

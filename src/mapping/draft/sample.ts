@@ -3,7 +3,9 @@
  * own (a `;` file named `.csv`), and the sample values of each field from at most `rows` records,
  * gathered as they stream (`SampleCollector`): memory is bounded whatever the file.
  */
-import { openInput, type InputFormat } from '../../input/index.js';
+import { shellWord } from '../../advice.js';
+import { QuoteBatchError } from '../../errors.js';
+import { openInput, UnknownFormatError, type InputFormat, type InputReader } from '../../input/index.js';
 import { SampleCollector, type SourceScope } from './sources.js';
 
 export interface Sample {
@@ -26,7 +28,16 @@ const OTHER_DELIMITERS = [';', '\t', '|'];
 
 /** Reads the header and the first `rows` records of `path`; throws E_INPUT like `openInput`. */
 export async function readSample(path: string, options: { rows: number; signal?: AbortSignal }): Promise<Sample> {
-  let reader = await openInput(path);
+  let reader: InputReader;
+  try {
+    reader = await openInput(path);
+  } catch (error) {
+    // There is no mapping yet to state the format in: the name is the way.
+    if (!(error instanceof UnknownFormatError)) throw error;
+    throw new QuoteBatchError('E_INPUT', error.message, {
+      hint: `init tells the format from the name: copy or rename the file, e.g. cp ${shellWord(path)} ${shellWord(path.replace(/(\.[^./\\]*)?$/, '.csv'))}`,
+    });
+  }
   let delimiter: string | undefined;
   const only = reader.columns?.length === 1 ? reader.columns[0] ?? '' : undefined;
   const other = only === undefined ? undefined : OTHER_DELIMITERS.find((d) => only.includes(d));
