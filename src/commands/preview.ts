@@ -110,12 +110,13 @@ function formatRows(rows: readonly PreviewRow[], mapping: CompiledMapping): stri
     facts.push(row.valid ? 'valid' : 'INVALID: would not be sent');
     out.push(`── row ${row.row} (${facts.join(', ')}) ──`);
     if (row.request !== null) {
-      // Shown where it will go; the request itself is validated and stored without it.
+      // Shown where it will go; the request itself is validated and stored without it. A row
+      // without an agent e-mail is sent as it is: no agent id is added to it.
       const shown = structuredClone(row.request);
-      mapping.setAgentId(shown, AGENT_ID_PLACEHOLDER);
+      if (row.agentEmail !== null) mapping.setAgentId(shown, AGENT_ID_PLACEHOLDER);
       out.push(JSON.stringify(shown, null, 2));
       out.push(row.agentEmail === null
-        ? 'note: the row has no agent e-mail, so no agent id can be added'
+        ? 'note: the row has no agent e-mail: it is sent as shown, without an agent id'
         : `note: the agent id is a placeholder: it comes from validating ${row.agentEmail} when the job runs`);
     }
     const errors = row.errors.map((issue) => `  error:   ${formatRowIssue(row.row, issue)}`);

@@ -173,6 +173,32 @@ describe('quote-batch preview', () => {
     expect(result.stdout).toMatch(/note: the agent id is a placeholder: it comes from validating \S+@example\.com when the job runs/);
   });
 
+  it('a mapping without an agent shows the request as it is sent: no agent id placeholder', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'qb-preview-'));
+    try {
+      writeFileSync(join(dir, 'leads.csv'), 'click_id,first,last,dob,vin\nc1,Ann,Example,02/03/1980,1FAFP34N05W123456\n');
+      writeFileSync(join(dir, 'no-agent.yaml'), `version: 1
+fields:
+  channel.channel_id: { literal: trial }
+  tracking.click_id: click_id
+  application.drivers[0].name.first_name: first
+  application.drivers[0].name.last_name: last
+  application.drivers[0].dob: { column: dob, type: date, format: MM/DD/YYYY }
+  application.vehicles[0].vin: vin
+  application.vehicles[0].make: { literal: Ford }
+  application.vehicles[0].model: { literal: Focus }
+  application.vehicles[0].year: { literal: 2015 }
+`);
+      const result = await cli('preview', join(dir, 'leads.csv'), '--mapping', join(dir, 'no-agent.yaml'));
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toContain('agent (none)');
+      expect(result.stdout).not.toContain('agent_id');
+      expect(result.stdout).toContain('note: the row has no agent e-mail: it is sent as shown, without an agent id');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('--row N shows one row with its errors naming the column; exit 1 when it is invalid', async () => {
     const result = await cli('preview', 'samples/leads.csv', '--mapping', 'mappings/example-csv.yaml', '--row', '17');
     expect(result.code).toBe(1);
