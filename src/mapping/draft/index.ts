@@ -257,6 +257,10 @@ class Drafter {
       case 'words':
         return wordsSpec(source, plain, texts, pattern);
       case 'text':
+        // JSON numbers (a ZIP written 78701) are no text: digits makes them text again.
+        if (field.numbers === true && texts.length > 0 && texts.every((v) => /^\d+$/.test(v))) {
+          return { spec: { ...source, type: 'digits' }, note: 'check: the file holds these as numbers, so a leading 0 (a ZIP such as 02134) is already lost' };
+        }
         return { spec: plain(), note: undefined };
     }
   }

@@ -13,6 +13,8 @@ export interface SourceField {
   name: string;
   /** Sample values as text (empty ones included), at most {@link MAX_VALUES}. */
   values: string[];
+  /** NDJSON: some sample values were JSON numbers (a text field of the request then needs a conversion). */
+  numbers?: boolean;
 }
 
 export interface SourceGroup {
@@ -203,6 +205,7 @@ class TreeSample {
       field = { ref: path.includes('.') ? { path } : { column: path }, name: path, values: [] };
       this.#fields.set(path, field);
     }
+    if (typeof value === 'number') field.numbers = true;
     if (field.values.length < MAX_VALUES) field.values.push(keep(String(value), budget));
   }
 }
