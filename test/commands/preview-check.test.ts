@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { minimalRequestFields } from '../fixtures/mapping/minimal-request.js';
 import { startCli } from '../helpers/cli.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -177,18 +178,7 @@ describe('quote-batch preview', () => {
     const dir = mkdtempSync(join(tmpdir(), 'qb-preview-'));
     try {
       writeFileSync(join(dir, 'leads.csv'), 'click_id,first,last,dob,vin\nc1,Ann,Example,02/03/1980,1FAFP34N05W123456\n');
-      writeFileSync(join(dir, 'no-agent.yaml'), `version: 1
-fields:
-  channel.channel_id: { literal: trial }
-  tracking.click_id: click_id
-  application.drivers[0].name.first_name: first
-  application.drivers[0].name.last_name: last
-  application.drivers[0].dob: { column: dob, type: date, format: MM/DD/YYYY }
-  application.vehicles[0].vin: vin
-  application.vehicles[0].make: { literal: Ford }
-  application.vehicles[0].model: { literal: Focus }
-  application.vehicles[0].year: { literal: 2015 }
-`);
+      writeFileSync(join(dir, 'no-agent.yaml'), `version: 1\nfields:\n  tracking.click_id: click_id\n${minimalRequestFields('trial')}`);
       const result = await cli('preview', join(dir, 'leads.csv'), '--mapping', join(dir, 'no-agent.yaml'));
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout).toContain('agent (none)');

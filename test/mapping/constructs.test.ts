@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compileMapping, formatRowIssue, type MappedRow } from '../../src/mapping/index.js';
+import { minimalRequestFields } from '../fixtures/mapping/minimal-request.js';
 
 /** A mapping whose request is valid when the row has the base columns, plus `extra` fields. */
 function mappingWith(extraFields: string, extra = ''): ReturnType<typeof compileMapping> {
@@ -10,15 +11,7 @@ function mappingText(extraFields: string, extra = ''): string {
   return `version: 1
 ${extra}
 fields:
-  channel.channel_id: { literal: acme }
-  application.drivers[0].name.first_name: first
-  application.drivers[0].name.last_name: last
-  application.drivers[0].dob: { column: dob, type: date, format: MM/DD/YYYY }
-  application.vehicles[0].vin: vin
-  application.vehicles[0].make: { literal: Ford }
-  application.vehicles[0].model: { literal: Focus }
-  application.vehicles[0].year: { literal: 2015 }
-${extraFields}`;
+${minimalRequestFields('acme')}${extraFields}`;
 }
 
 const BASE = { first: 'Ann', last: 'Example', dob: '02/03/1980', vin: '1FAFP34N05W123456' };
