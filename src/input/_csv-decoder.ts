@@ -326,8 +326,9 @@ export class CsvDecoder implements Decoder {
       reason = `wrong number of fields (expected ${columns.length}, got ${values.length})`;
     }
     if (reason === undefined) this.#out.push({ kind: 'record', rowNumber, line, offset, record: this.#toRecord(values) });
-    else if (quoteError !== undefined && this.#breaksBeforePrevEnd > line) {
-      // A bad quote took in the lines after the record's first: the reader reads them again as rows.
+    else if (quoteError?.code === 'CSV_INVALID_CLOSING_QUOTE' && this.#breaksBeforePrevEnd > line + this.#extraBreaksPerLineEnd()) {
+      // A quoted field closed wrongly lines later took in the lines after the record's first: the
+      // reader reads them again as rows. (Other quote errors end their record where they are.)
       this.#out.push({ kind: 'error', rowNumber, line, offset, message: `line ${line}: ${reason}`, quoteRanOn: true });
     } else this.#out.push({ kind: 'error', rowNumber, line, offset, message: `line ${line}: ${reason}` });
   }
@@ -356,6 +357,11 @@ export class CsvDecoder implements Decoder {
     // following lines into it; ending the quoted part here makes the record end at its line end.
     if (error.code === 'CSV_INVALID_CLOSING_QUOTE') state.quoting = false;
     return undefined;
+  }
+
+  /** Line breaks a line end counts beyond one: 1 for a file whose lines end in CR CR LF (a lone CR, then CR LF). */
+  #extraBreaksPerLineEnd(): number {
+    return this.#recordDelimiter?.[0] === '\r\r\n' ? 1 : 0;
   }
 
   #readHeader(values: string[], line: number, size: number, invalidUtf8: boolean, quoteError: CsvError | undefined): void {

@@ -77,7 +77,8 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
   }
   const file = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
   const source: Readable = gzip ? pipeline(file, createGunzip(), noop) : file;
-  const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0, signal });
+  const keepBytes = maxRecordBytes + 2 * READ_CHUNK_BYTES;
+  const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0, signal, keepBytes });
   reader.decodeWith(decoder, 0);
   if (format !== 'ndjson') {
     try {
@@ -145,6 +146,7 @@ async function openInputAt(parts: ResumeParts): Promise<InputReader> {
     totalBytes,
     bytesBefore: streamStart,
     signal,
+    keepBytes: ndjson.maxRecordBytes + 2 * READ_CHUNK_BYTES,
   });
   try {
     const { before, at, skipped } = await reader.skipPrefix(skip, csv);
@@ -211,6 +213,8 @@ interface ReaderParts {
   bytesBefore: number;
   /** Ends the iteration early when aborted (see InputOptions.signal). */
   signal: AbortSignal | undefined;
+  /** CSV: how many bytes back the reader keeps, to read a record's lines again (maxRecordBytes and two chunks). */
+  keepBytes: number;
 }
 
 /**
@@ -234,6 +238,7 @@ class StreamingInputReader implements InputReader {
    * (`maxRecordBytes`, the decoder cuts a longer one) and a chunk.
    */
   #kept: { offset: number; bytes: Buffer }[] = [];
+  #keptBytes = 0;
   #items: (InputItem | undefined)[] = [];
   #head = 0;
   #ended = false;
@@ -353,10 +358,11 @@ class StreamingInputReader implements InputReader {
    * decoded again whole after each of them.
    */
   #rereadAfter(bad: Extract<InputItem, { kind: 'error' }>): boolean {
-    if (!(this.#decoder instanceof CsvDecoder)) return false;
-    const next = lineEndAfter(this.#kept, bad.offset);
-    if (next === undefined || next >= this.#fed) return false;
-    this.#decoder = this.#decoder.continueAt({ offset: next, rowNumber: bad.rowNumber + 1, line: bad.line + 1 });
+    if (!(this.#decoder instanceof CsvDecoder) || (this.#kept[0]?.offset ?? Infinity) > bad.offset) return false;
+    const end = lineEndAfter(this.#kept, bad.offset);
+    if (end === undefined || end.next >= this.#fed) return false;
+    const { next, breaks } = end;
+    this.#decoder = this.#decoder.continueAt({ offset: next, rowNumber: bad.rowNumber + 1, line: bad.line + breaks });
     const again: Buffer[] = [];
     for (const { offset, bytes } of this.#kept) {
       for (let from = Math.max(0, next - offset); from < bytes.length; from += REREAD_PIECE_BYTES) {
@@ -365,6 +371,7 @@ class StreamingInputReader implements InputReader {
     }
     this.#pending = [...again, ...this.#pending];
     this.#kept = [];
+    this.#keptBytes = 0;
     this.#fed = next;
     this.#ended = false;
     this.#items = [];
@@ -378,10 +385,22 @@ class StreamingInputReader implements InputReader {
    */
   #keepFrom(items: readonly InputItem[]): void {
     const from = (items.find((item) => item.kind === 'error' && item.quoteRanOn === true) ?? items.at(-1))?.offset;
-    if (from === undefined) return;
     let drop = 0;
-    while (drop < this.#kept.length && (this.#kept[drop]?.offset ?? 0) + (this.#kept[drop]?.bytes.length ?? 0) <= from) drop += 1;
-    if (drop > 0) this.#kept.splice(0, drop);
+    const kept = this.#kept;
+    // No record whose lines are read again is longer than maxRecordBytes (a longer one is cut and
+    // reported as such): bytes further back are never needed, also while no item comes (a long
+    // line being skipped, blank lines).
+    while (drop < kept.length - 1 && this.#keptBytes - (kept[drop]?.bytes.length ?? 0) >= this.#parts.keepBytes) {
+      this.#keptBytes -= kept[drop]?.bytes.length ?? 0;
+      drop += 1;
+    }
+    if (from !== undefined) {
+      while (drop < kept.length && (kept[drop]?.offset ?? 0) + (kept[drop]?.bytes.length ?? 0) <= from) {
+        this.#keptBytes -= kept[drop]?.bytes.length ?? 0;
+        drop += 1;
+      }
+    }
+    if (drop > 0) kept.splice(0, drop);
   }
 
   /** Reads the next chunk (or the end) into the item queue. */
@@ -394,7 +413,10 @@ class StreamingInputReader implements InputReader {
       this.#ended = true;
       decoder.end(items);
     } else {
-      if (decoder instanceof CsvDecoder) this.#kept.push({ offset: this.#fed, bytes: chunk });
+      if (decoder instanceof CsvDecoder) {
+        this.#kept.push({ offset: this.#fed, bytes: chunk });
+        this.#keptBytes += chunk.length;
+      }
       this.#fed += chunk.length;
       decoder.write(chunk, items);
     }
@@ -481,7 +503,7 @@ function readAlone(message: string): string {
  * `offset`, in `chunks` (consecutive pieces of the file with their offsets); undefined when none
  * ends there.
  */
-function lineEndAfter(chunks: readonly { offset: number; bytes: Buffer }[], offset: number): number | undefined {
+function lineEndAfter(chunks: readonly { offset: number; bytes: Buffer }[], offset: number): { next: number; breaks: number } | undefined {
   /** A CR seen (it may go on as CR LF or CR CR LF): where it is, and how many CRs. */
   let crAt = -1;
   let crs = 0;
@@ -489,21 +511,22 @@ function lineEndAfter(chunks: readonly { offset: number; bytes: Buffer }[], offs
     for (let i = Math.max(0, offset - base); i < bytes.length; i += 1) {
       const byte = bytes[i];
       if (crAt === -1) {
-        if (byte === LF) return base + i + 1;
+        if (byte === LF) return { next: base + i + 1, breaks: 1 };
         if (byte === CR) {
           crAt = base + i;
           crs = 1;
         }
       } else if (byte === LF) {
-        return crAt + crs + 1;
+        // CR LF is one line break; CR CR LF two (a lone CR, then CR LF), as the line count has them.
+        return { next: crAt + crs + 1, breaks: crs };
       } else if (byte === CR && crs === 1) {
         crs = 2;
       } else {
-        return crAt + 1;
+        return { next: crAt + 1, breaks: 1 };
       }
     }
   }
-  return crAt === -1 ? undefined : crAt + 1;
+  return crAt === -1 ? undefined : { next: crAt + 1, breaks: 1 };
 }
 
 function noop(): void {}

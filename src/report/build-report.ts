@@ -117,7 +117,8 @@ function readRows(db: Db, jobId: number): Report['rows'] {
 /** `rows.unreadable_answers` of the report ({@link Report}): for `report` and the run's summary alike. */
 export function readUnreadableAnswers(db: Db, jobId: number): number {
   return db.prepare(
-    `SELECT COUNT(*) FROM rows WHERE job_id = ? AND state = 'succeeded' AND input_issues_json LIKE '%"unreadable\\_answer"%' ESCAPE '\\'`,
+    `SELECT COUNT(*) FROM rows r WHERE r.job_id = ? AND r.state = 'succeeded' AND r.input_issues_json IS NOT NULL
+       AND EXISTS (SELECT 1 FROM json_each(r.input_issues_json) AS i WHERE json_extract(i.value, '$.type') = 'unreadable_answer')`,
   ).pluck().get(jobId) as number;
 }
 

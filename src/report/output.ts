@@ -1,5 +1,5 @@
 /** What the report, export and jobs commands share: finding the ledger and writing `--out` files. */
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from '../config/index.js';
 import { QuoteBatchError } from '../errors.js';
@@ -31,7 +31,9 @@ export function refuseProtectedOut(outPath: string, ledgerPath: string, ledger: 
   const out = identity(outPath);
   if (out === undefined) return;
   const same = (path: string): boolean => identity(path) === out;
-  if ([ledgerPath, `${ledgerPath}-wal`, `${ledgerPath}-shm`].some(same)) {
+  // SQLite keeps -wal and -shm beside the file a symbolic link names.
+  const real = realPath(ledgerPath);
+  if ([ledgerPath, `${real}-wal`, `${real}-shm`, `${ledgerPath}-wal`, `${ledgerPath}-shm`].some(same)) {
     throw new QuoteBatchError('E_USAGE', `--out ${outPath} is the ledger ${ledgerPath}: writing there would destroy the record of what was sent`, {
       hint: 'name another file, e.g. --out report.html or --out rows.csv',
     });
@@ -45,6 +47,14 @@ export function refuseProtectedOut(outPath: string, ledgerPath: string, ledger: 
         });
       }
     }
+  }
+}
+
+function realPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }
 

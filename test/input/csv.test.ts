@@ -108,6 +108,35 @@ describe('CSV reader', () => {
     expect(items.map((item) => item.offset)).toEqual([14, 28, 42, 56, 72]);
   });
 
+  it('reads lines again only after a quote that ran on: not for a quote error on one line (CR CR LF too), nor in a real multi-line field', async () => {
+    const dir = makeTempDir();
+    try {
+      const read = async (name: string, text: string, delimiter?: string) => {
+        writeFileSync(dir.path(name), text);
+        return summarize((await readAll(dir.path(name), delimiter === undefined ? {} : { delimiter })).items);
+      };
+      // CR CR LF (a CRLF file converted again) counts two line breaks a line, as the line numbers show.
+      expect(await read('crcrlf.csv', 'id;name;city\r\r\n1;Ann;Austin\r\r\n2;"Bo"x;Dallas\r\r\n3;Cy;Houston\r\r\n', ';')).toEqual([
+        [1, 3, { id: '1', name: 'Ann', city: 'Austin' }],
+        [2, 5, 'line 5: invalid closing quote in field 2 ("name"): a closing quote must be followed by the delimiter or the line end'],
+        [3, 7, { id: '3', name: 'Cy', city: 'Houston' }],
+      ]);
+      expect(await read('crcrlf-ran-on.csv', 'id;name;city\r\r\n2;"Bo;Dallas\r\r\n3;Cy;Houston\r\r\n4;Di;"El Paso"\r\r\n5;Ed;Waco\r\r\n', ';')).toEqual([
+        [1, 3, 'line 3: invalid closing quote in field 2 ("name"): a closing quote must be followed by the delimiter or the line end; read as its first line alone, the lines after it as rows'],
+        [2, 5, { id: '3', name: 'Cy', city: 'Houston' }],
+        [3, 7, { id: '4', name: 'Di', city: 'El Paso' }],
+        [4, 9, { id: '5', name: 'Ed', city: 'Waco' }],
+      ]);
+      // A spreadsheet's cell with a line break, then inch marks in an unquoted field: one bad row, not two.
+      expect(await read('excel.csv', 'id,note,size\r\n1,"first\nsecond",17" rims\r\n2,ok,ok\r\n')).toEqual([
+        [1, 2, expect.stringMatching(/^line 2: /)],
+        [2, 4, { id: '2', note: 'ok', size: 'ok' }],
+      ]);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
   it('a file with a stray quote on every line reads each line as its own row', async () => {
     const dir = makeTempDir();
     try {
