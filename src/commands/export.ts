@@ -101,5 +101,5 @@ async function readSourceInput(ledger: Ledger, jobId: number, cwd: string): Prom
   }
   const options = resolveInputOptions(path, mapping);
   const { format, gzip } = detectInput(path, options.format);
-  return { path, format, gzip, delimiter: options.delimiter ?? (format === 'tsv' ? '\t' : ',') };
+  return { path, format, gzip, delimiter: options.delimiter ?? (format === 'tsv' ? '\t' : ','), rereadRunOnQuotes: job.input_reader !== null };
 }

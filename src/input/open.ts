@@ -73,11 +73,12 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
   }
 
   if (start !== undefined) {
-    return openInputAt({ path, format, gzip, handle, totalBytes, start, csv, ndjson, signal });
+    return openInputAt({ path, format, gzip, handle, totalBytes, start, csv, ndjson, signal, rereadRunOnQuotes: options.rereadRunOnQuotes !== false });
   }
   const file = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
   const source: Readable = gzip ? pipeline(file, createGunzip(), noop) : file;
-  const keepBytes = maxRecordBytes + 2 * READ_CHUNK_BYTES;
+  // Nothing kept: nothing read again.
+  const keepBytes = options.rereadRunOnQuotes === false ? 0 : maxRecordBytes + 2 * READ_CHUNK_BYTES;
   const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0, signal, keepBytes });
   reader.decodeWith(decoder, 0);
   if (format !== 'ndjson') {
@@ -102,6 +103,7 @@ interface ResumeParts {
   csv: CsvDecoder | undefined;
   ndjson: { maxRecordBytes: number; maxDepth: number };
   signal: AbortSignal | undefined;
+  rereadRunOnQuotes: boolean;
 }
 
 /** The resumed read of {@link openInput}: finds `start`, checks a record can begin there, reads on. */
@@ -146,7 +148,7 @@ async function openInputAt(parts: ResumeParts): Promise<InputReader> {
     totalBytes,
     bytesBefore: streamStart,
     signal,
-    keepBytes: ndjson.maxRecordBytes + 2 * READ_CHUNK_BYTES,
+    keepBytes: parts.rereadRunOnQuotes ? ndjson.maxRecordBytes + 2 * READ_CHUNK_BYTES : 0,
   });
   try {
     const { before, at, skipped } = await reader.skipPrefix(skip, csv);
@@ -213,7 +215,7 @@ interface ReaderParts {
   bytesBefore: number;
   /** Ends the iteration early when aborted (see InputOptions.signal). */
   signal: AbortSignal | undefined;
-  /** CSV: how many bytes back the reader keeps, to read a record's lines again (maxRecordBytes and two chunks). */
+  /** CSV: how many bytes back the reader keeps, to read a record's lines again (maxRecordBytes and two chunks); 0: none, nothing is read again. */
   keepBytes: number;
 }
 
@@ -413,7 +415,7 @@ class StreamingInputReader implements InputReader {
       this.#ended = true;
       decoder.end(items);
     } else {
-      if (decoder instanceof CsvDecoder) {
+      if (decoder instanceof CsvDecoder && this.#parts.keepBytes > 0) {
         this.#kept.push({ offset: this.#fed, bytes: chunk });
         this.#keptBytes += chunk.length;
       }

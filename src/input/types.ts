@@ -30,6 +30,12 @@ export interface InputOptions {
    * `QuoteBatchError('E_INPUT')`: read from the start instead.
    */
   start?: InputStart;
+  /**
+   * CSV: a record whose quote ran on past its first line (closed wrongly lines later, or never) is
+   * read as that line alone, and the lines after it as rows (default true). False reads it as one
+   * record, as quote-batch did before: a job begun then keeps its row numbers.
+   */
+  rereadRunOnQuotes?: boolean;
 }
 
 /** Where a resumed read begins: copied from the {@link InputItem} to begin at. */

@@ -1,6 +1,6 @@
 /** The ledger's SQL, prepared once per connection (see Ledger). */
 import type Database from 'better-sqlite3';
-import { STOPPED_IN_FLIGHT } from './schema.js';
+import { INPUT_READER, STOPPED_IN_FLIGHT } from './schema.js';
 
 export const SQL = {
   latestJobOf:
@@ -10,9 +10,9 @@ export const SQL = {
   latestJob: 'SELECT * FROM jobs ORDER BY id DESC LIMIT 1',
   insertJob:
     `INSERT INTO jobs (input_path, input_sha256, input_format, mapping_path, mapping_sha256, environment, operation,
-       base_url, status, created_at)
+       base_url, status, created_at, input_reader)
      VALUES (@input_path, @input_sha256, @input_format, @mapping_path, @mapping_sha256, @environment, @operation,
-       @base_url, 'running', @created_at)`,
+       @base_url, 'running', @created_at, ${INPUT_READER})`,
   setJobStatus: 'UPDATE jobs SET status = ?, finished_at = ? WHERE id = ?',
   setTotalRows: 'UPDATE jobs SET total_rows = ? WHERE id = ?',
   setResumePoint: 'UPDATE jobs SET resume_row = ?, resume_offset = ?, resume_line = ? WHERE id = ?',

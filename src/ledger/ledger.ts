@@ -182,7 +182,7 @@ export class Ledger {
    * `--fresh` that found no job of this identity), also refuses when one appeared meanwhile.
    */
   createJob(
-    job: Omit<JobRecord, 'id' | 'status' | 'total_rows' | 'created_at' | 'finished_at' | 'resume_row' | 'resume_offset' | 'resume_line'>,
+    job: Omit<JobRecord, 'id' | 'status' | 'total_rows' | 'created_at' | 'finished_at' | 'resume_row' | 'resume_offset' | 'resume_line' | 'input_reader'>,
     options: { onlyIfFirst?: boolean } = {},
   ): JobRecord {
     const create = this.db.transaction(() => {

@@ -256,6 +256,15 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE runs ADD COLUMN retry_after_at TEXT;
   CREATE INDEX rows_sent_by ON rows (sent_by_job, sent_by_row) WHERE sent_by_job IS NOT NULL;
   `,
+  // 7: jobs.input_reader: how the job's input is read, so that every run of a job numbers its rows
+  // alike. 2: a CSV record whose quote ran on past its first line is read as that line, and the
+  // lines after it as rows; null (a job begun before): as one record, as quote-batch read it then.
+  `
+  ALTER TABLE jobs ADD COLUMN input_reader INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** `jobs.input_reader` of a job begun now (migration 7): a CSV quote that ran on is read again as rows. */
+export const INPUT_READER = 2;

@@ -26,6 +26,8 @@ export interface JobRecord {
   resume_row: number | null;
   resume_offset: number | null;
   resume_line: number | null;
+  /** How the job's input is read (see migration 7): `INPUT_READER`, or null for a job begun before. */
+  input_reader: number | null;
 }
 
 /** Where a resumed run may start reading (see migration 2). */

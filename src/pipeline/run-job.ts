@@ -195,6 +195,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 
     let job = latest;
     const resumed = job !== undefined;
+    // A job begun before quote-batch read a CSV quote's run-on lines again as rows keeps its row numbers.
+    const rereadRunOnQuotes = job === undefined || job.input_reader !== null;
+    if (!rereadRunOnQuotes) {
+      await reader.close();
+      reader = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, mapping), signal: options.stop, rereadRunOnQuotes });
+    }
     let forward: (event: ClientEvent) => void = () => {};
     // Read before connecting (the client's limiter starts there); said only once this process holds
     // the job: a run refused because another live process holds it starts nothing.
@@ -232,7 +238,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
           { event: 'rows_in_doubt', job: job.id, rows: inDoubtNow, resend: options.resendInDoubt },
         );
       }
-      const { reader: jobReader, start } = await openFromResumePoint(options, reader, ledger.resumePoint(job), logger);
+      const { reader: jobReader, start } = await openFromResumePoint(options, reader, ledger.resumePoint(job), logger, rereadRunOnQuotes);
       reader = jobReader;
       const monitor = new RunMonitor(ledger, logger, job.id, run.id, options.maxOutageMs ?? 600_000);
       forward = monitor.onClientEvent;
@@ -313,10 +319,11 @@ async function openFromResumePoint(
   reader: InputReader,
   point: ResumePoint | undefined,
   logger: Logger,
+  rereadRunOnQuotes: boolean,
 ): Promise<{ reader: InputReader; start: ResumePoint | undefined }> {
   if (point === undefined || point.rowNumber <= 1) return { reader, start: undefined };
   try {
-    const resumed = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, options.mapping), start: point, signal: options.stop });
+    const resumed = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, options.mapping), start: point, signal: options.stop, rereadRunOnQuotes });
     await reader.close();
     logger.info(`skipping rows 1-${point.rowNumber - 1}: already final (reading from line ${point.line})`, { event: 'resume_point', row: point.rowNumber, line: point.line });
     return { reader: resumed, start: point };

@@ -28,6 +28,8 @@ export interface SourceInput {
   gzip: boolean;
   /** CSV delimiter (the mapping's, else `,`; tab for .tsv). */
   delimiter: string;
+  /** As the job reads its input (`jobs.input_reader`; see `InputOptions.rereadRunOnQuotes`); default true. */
+  rereadRunOnQuotes?: boolean;
 }
 
 export interface SourceExportOptions {
@@ -151,7 +153,7 @@ function openBytes(input: SourceInput): Readable {
  * offset of the record after it, as the reader finds it; undefined at the end of the input.
  */
 async function csvRecordEnd(input: SourceInput, row: LedgerRow): Promise<number | undefined> {
-  const options: InputOptions = { format: input.format, delimiter: input.delimiter };
+  const options: InputOptions = { format: input.format, delimiter: input.delimiter, rereadRunOnQuotes: input.rereadRunOnQuotes };
   const reader = await openInput(input.path, {
     ...options, start: { offset: row.source_offset as number, rowNumber: row.row_number, line: row.source_line ?? 2 },
   });

@@ -106,6 +106,13 @@ describe('CSV reader', () => {
     ]);
     // The offsets are where each record starts: the bad row is its first line alone.
     expect(items.map((item) => item.offset)).toEqual([14, 28, 42, 56, 72]);
+    // As quote-batch read it before (a job begun then): the lines it took in are part of the bad row.
+    const before = await readAll(fixture('quote-ran-on.csv'), { delimiter: ';', rereadRunOnQuotes: false });
+    expect(summarize(before.items)).toEqual([
+      [1, 2, { id: '1', name: 'Ann', city: 'Austin' }],
+      [2, 3, 'line 3: invalid closing quote in field 2 ("name"): a closing quote must be followed by the delimiter or the line end'],
+      [3, 6, { id: '5', name: 'Ed', city: 'Waco' }],
+    ]);
   });
 
   it('reads lines again only after a quote that ran on: not for a quote error on one line (CR CR LF too), nor in a real multi-line field', async () => {

@@ -28,6 +28,7 @@ const CASES: readonly [name: string, options: InputOptions][] = [
   ['bad-quote.csv', {}],
   ['unclosed-quote.csv', {}],
   ['quote-ran-on.csv', { delimiter: ';' }],
+  ['quote-ran-on.csv', { delimiter: ';', rereadRunOnQuotes: false }],
   ['wrong-field-count.csv', {}],
   ['invalid-utf8.csv', {}],
   ['semicolon.csv', { delimiter: ';' }],
@@ -43,7 +44,7 @@ const CASES: readonly [name: string, options: InputOptions][] = [
 describe('openInput with start: resuming at a record', () => {
   const temp = useTempDir('quote-batch-input-start-', { per: 'file' });
 
-  describe.each(CASES)('%s', (name, options) => {
+  describe.each(CASES)('%s %j', (name, options) => {
     it.each([false, true])('gives items k..n of a full read from item k (gzip: %s)', async (gzip) => {
       let path = fixture(name);
       if (gzip) {

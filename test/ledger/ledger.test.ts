@@ -42,15 +42,19 @@ describe('ledger', () => {
     first.recordRunSample(run.id, { elapsedMs: 1000, ...sample });
     first.insertRows(job.id, [{ rowNumber: 1, rowKey: 'click-1', agentEmail: null, state: 'succeeded' }]);
     first.close();
-    // The same file as version 3 wrote it: run_samples without pace_rate (4) nor in_flight_max, rows without request_sha256 nor rows_key_job (5), nor sent_by_job/row and runs.end_reason, retry_after_at (6).
+    // The same file as version 3 wrote it: run_samples without pace_rate (4) nor in_flight_max, rows without request_sha256 nor rows_key_job (5), nor sent_by_job/row and runs.end_reason, retry_after_at (6), nor jobs.input_reader (7).
     const old = new Database(path);
     old.exec(`ALTER TABLE run_samples DROP COLUMN pace_rate; ALTER TABLE run_samples DROP COLUMN in_flight_max; ALTER TABLE rows DROP COLUMN request_sha256; DROP INDEX rows_key_job;
-      DROP INDEX rows_sent_by; ALTER TABLE rows DROP COLUMN sent_by_job; ALTER TABLE rows DROP COLUMN sent_by_row; ALTER TABLE runs DROP COLUMN end_reason; ALTER TABLE runs DROP COLUMN retry_after_at`);
+      DROP INDEX rows_sent_by; ALTER TABLE rows DROP COLUMN sent_by_job; ALTER TABLE rows DROP COLUMN sent_by_row; ALTER TABLE runs DROP COLUMN end_reason; ALTER TABLE runs DROP COLUMN retry_after_at;
+      ALTER TABLE jobs DROP COLUMN input_reader`);
     old.pragma('user_version = 3');
     old.close();
 
     const ledger = Ledger.open(path);
     expect(ledger.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    // A job begun before version 7 keeps reading its input as it did; one begun now reads run-on quotes again.
+    expect(ledger.getJob(job.id)?.input_reader).toBeNull();
+    expect(ledger.createJob({ ...newJob, input_sha256: 'other' }).input_reader).toBe(2);
     // Rows written before the index existed are found by the next job's lookup.
     expect(ledger.sentByOtherJob(job.id + 1, newJob.environment, newJob.operation, 'click-1')).toEqual({ job_id: job.id, row_number: 1, state: 'succeeded' });
     ledger.recordRunSample(run.id, { elapsedMs: 2000, ...sample, paceRate: 38.5, inFlightMax: 9 });

@@ -101,6 +101,36 @@ describe('run', () => {
     expect(readLedger(tmp.path('l.db')).jobs.map((j) => j.id)).toEqual([1, 2]);
   });
 
+  it('reads a quote that ran on as its first line, the lines after it as rows; a job begun before (input_reader null) keeps reading it as one row', async () => {
+    // Row 5's last field opens a quote that the next line's "10,000" closes, wrongly: rows 5 and 6 ran together.
+    const lines = readFileSync(SAMPLE_CSV, 'utf8').split('\n');
+    lines[5] = (lines[5] as string).replace(/,([^,]*)$/, ',"$1');
+    const input = tmp.path('run-on.csv');
+    writeFileSync(input, lines.join('\n'));
+    const runOn = (ledger: string, extra: string[] = []) =>
+      runCli(['run', input, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledger, '--quiet', ...extra], { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } });
+    const now = await runOn(tmp.path('now.db'));
+    expect(now.code).toBe(1);
+    const rowsNow = readLedger(tmp.path('now.db')).rows;
+    expect(rowsNow).toHaveLength(200);
+    expect(rowsNow[4]).toMatchObject({ row_number: 5, state: 'invalid' });
+    expect(rowsNow[5]?.state).not.toBe('invalid');
+    const reader = new Database(tmp.path('now.db'), { readonly: true });
+    expect(reader.prepare('SELECT input_reader FROM jobs').pluck().get()).toBe(2);
+    reader.close();
+
+    // A job begun before: its first run read rows 1-3, then quote-batch was upgraded.
+    expect((await runOn(tmp.path('before.db'), ['--limit', '3'])).code).toBe(3);
+    const db = new Database(tmp.path('before.db'));
+    db.prepare('UPDATE jobs SET input_reader = NULL').run();
+    db.close();
+    expect((await runOn(tmp.path('before.db'))).code).toBe(1);
+    const rowsBefore = readLedger(tmp.path('before.db')).rows;
+    expect(rowsBefore).toHaveLength(199);
+    expect(rowsBefore[4]).toMatchObject({ row_number: 5, state: 'invalid' });
+    expect(rowsBefore[5]?.row_key).toBe(rowsNow[6]?.row_key);
+  });
+
   it('halts on 403 without sending a quote, and never prints the key', async () => {
     const canary = 'canary-key-Zq81x';
     const result = await run([], { QUOTE_BATCH_API_KEY: canary });
