@@ -154,13 +154,13 @@ export class CsvDecoder implements Decoder {
     return next;
   }
 
-  write(chunk: Buffer, out: InputItem[]): void {
+  write(chunk: Buffer, out: InputItem[], checkLimit = true): void {
     this.#out = out;
     if (this.#firstLine !== undefined) {
       this.#holdFirstLine(chunk);
       return;
     }
-    if (chunk.length <= SLICE_BYTES) this.#writePiece(chunk);
+    if (chunk.length <= SLICE_BYTES) this.#writePiece(chunk, checkLimit);
     else {
       for (let offset = 0; offset < chunk.length; offset += SLICE_BYTES) {
         this.#writePiece(chunk.subarray(offset, offset + SLICE_BYTES));
@@ -231,7 +231,7 @@ export class CsvDecoder implements Decoder {
     }
   }
 
-  #writePiece(piece: Buffer): void {
+  #writePiece(piece: Buffer, checkLimit = true): void {
     const start = this.#scanned;
     const lines = this.#lines;
     lines.countBefore(start - LOOKAHEAD_MARGIN); // forget breaks no record can end before
@@ -261,7 +261,7 @@ export class CsvDecoder implements Decoder {
       }
       this.#parse(data, false);
       data = EMPTY;
-      if (this.#scanned - this.#pendingStart() > this.#max) {
+      if (checkLimit && this.#scanned - this.#pendingStart() > this.#max) {
         this.#reportPendingTooLong();
         // The bytes csv-parse has not looked at yet may hold the line break to resume after.
         const held = this.#engine.state.previousBuf?.length ?? 0;

@@ -8,8 +8,12 @@ import type { InputItem } from './types.js';
 export interface Decoder {
   /** CSV header columns once read; null for NDJSON and before the header is read. */
   readonly columns: readonly string[] | null;
-  /** Feeds the next chunk; appends the items it completes to `out`. */
-  write(chunk: Buffer, out: InputItem[]): void;
+  /**
+   * Feeds the next chunk; appends the items it completes to `out`. `checkLimit` false: the chunk is
+   * a piece of one the file was read in, whose end is yet to come, and the record size limit is
+   * checked at that end only (so that a record is cut where a read in whole chunks cuts it).
+   */
+  write(chunk: Buffer, out: InputItem[], checkLimit?: boolean): void;
   /** Ends the input; appends the last items to `out`. */
   end(out: InputItem[]): void;
 }

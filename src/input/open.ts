@@ -239,7 +239,9 @@ class StreamingInputReader implements InputReader {
    * on took in is read again from them (see {@link #rereadAfter}). At most a record's bytes
    * (`maxRecordBytes`, the decoder cuts a longer one) and a chunk.
    */
-  #kept: { offset: number; bytes: Buffer }[] = [];
+  #kept: { offset: number; bytes: Buffer; endsChunk: boolean }[] = [];
+  /** Pieces of {@link #pending} fed again that do not end a chunk the file was read in (see `Decoder.write`). */
+  readonly #midChunk = new WeakSet<Buffer>();
   #keptBytes = 0;
   #items: (InputItem | undefined)[] = [];
   #head = 0;
@@ -366,9 +368,11 @@ class StreamingInputReader implements InputReader {
     const { next, breaks } = end;
     this.#decoder = this.#decoder.continueAt({ offset: next, rowNumber: bad.rowNumber + 1, line: bad.line + breaks });
     const again: Buffer[] = [];
-    for (const { offset, bytes } of this.#kept) {
+    for (const { offset, bytes, endsChunk } of this.#kept) {
       for (let from = Math.max(0, next - offset); from < bytes.length; from += REREAD_PIECE_BYTES) {
-        again.push(bytes.subarray(from, from + REREAD_PIECE_BYTES));
+        const piece = bytes.subarray(from, from + REREAD_PIECE_BYTES);
+        if (from + REREAD_PIECE_BYTES < bytes.length || !endsChunk) this.#midChunk.add(piece);
+        again.push(piece);
       }
     }
     this.#pending = [...again, ...this.#pending];
@@ -415,12 +419,13 @@ class StreamingInputReader implements InputReader {
       this.#ended = true;
       decoder.end(items);
     } else {
+      const endsChunk = !this.#midChunk.has(chunk);
       if (decoder instanceof CsvDecoder && this.#parts.keepBytes > 0) {
-        this.#kept.push({ offset: this.#fed, bytes: chunk });
+        this.#kept.push({ offset: this.#fed, bytes: chunk, endsChunk });
         this.#keptBytes += chunk.length;
       }
       this.#fed += chunk.length;
-      decoder.write(chunk, items);
+      decoder.write(chunk, items, endsChunk);
     }
     this.#keepFrom(items);
     this.#items = items;

@@ -157,6 +157,18 @@ describe('openInput with start: files of many chunks', () => {
     for (const k of [8999, 9000, 9001, 20_000]) expect((await readFrom(path, full.items[k] as InputItem, {})).items, `from item ${k}`).toEqual(full.items.slice(k));
   });
 
+  it.each([false, true])('a record over the size limit among lines read again is cut where a resumed read cuts it (gzip: %s)', async (gzip) => {
+    // Row 2's quote runs on into row 3 (closed wrongly there); row 4's real quoted note is longer than the limit.
+    const long = Array.from({ length: 12 }, (_, i) => `long line ${i} of a quoted note`).join('\n');
+    const body = `id,name,note\n1,a,b\n2,"Bo,x\n3,x"y,z\n4,"${long}",z\n5,e,f\n`;
+    const path = temp.path(gzip ? 'reread-long.csv.gz' : 'reread-long.csv');
+    writeFileSync(path, gzip ? gzipSync(body) : body);
+    const options = { maxRecordBytes: 200 };
+    const full = await readAll(path, options);
+    expect(full.items.some((item) => item.kind === 'error' && item.message.endsWith('record longer than 200 bytes'))).toBe(true);
+    for (const [k, item] of full.items.entries()) expect((await readFrom(path, item, options)).items, `from item ${k}`).toEqual(full.items.slice(k));
+  });
+
   it('counts the skipped prefix of a plain file as read, and reads little of it', async () => {
     const path = temp.path('progress.csv');
     writeFileSync(path, `id,v\n${Array.from({ length: 50_000 }, (_, i) => `${i},value-${i}`).join('\n')}\n`);
