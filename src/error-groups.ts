@@ -66,7 +66,8 @@ const REPLACEMENTS: readonly [RegExp, string][] = [
   [/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<id>'],
   // Tokens mixing letters and digits (ids, quote numbers, VINs) and long hex strings.
   [/\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}\b/g, '<id>'],
-  [/\b\d+(?:\.\d+)?\b/g, 'N'],
+  // Not an HTTP status with its reason phrase (`501 Not Implemented`: which answer it was), nor UTF-8's 8.
+  [/(?<!UTF-)\b(?![1-5]\d\d [A-Z][a-z])\d+(?:\.\d+)?\b/g, 'N'],
   // A US state code after the word "state" (the partner's `State AK is not supported.`).
   [STATE_CODE, '$1 XX'],
 ];

@@ -20,6 +20,11 @@ describe('normaliseReason', () => {
     ["POST /partner/v2/policy/quote: time-out in the 'request' phase; 3 attempts", 'POST /partner/v2/policy/quote: time-out in the request phase'],
     ['POST /partner/v2/policy/quote: read ECONNRESET; 2 attempts', 'POST /partner/v2/policy/quote: read ECONNRESET'],
     ['POST /partner/v2/policy/quote: read ECONNRESET', 'POST /partner/v2/policy/quote: read ECONNRESET'],
+    // Which answer it was stays: an HTTP status with its reason phrase; and UTF-8 is not UTF-N.
+    ['POST http://127.0.0.1:34729/partner/v2/policy/quote: 501 Not Implemented', 'POST <url> 501 Not Implemented'],
+    ['agent validation: POST /account/v1/agent/validate: 429 Too Many Requests (rate_limited: Too many requests); 5 attempts', 'agent validation: POST /account/v1/agent/validate: 429 Too Many Requests (rate_limited: Too many requests)'],
+    ['invalid UTF-8', 'invalid UTF-8'],
+    ['expected 120 fields, got 119', 'expected N fields, got N'],
   ])('%s → %s', (input, expected) => {
     expect(normaliseReason(input)).toBe(expected);
   });
