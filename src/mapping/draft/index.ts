@@ -64,6 +64,8 @@ export function draftMapping(input: DraftInput): DraftResult {
 class Drafter {
   readonly placed: Placement[] = [];
   readonly unplaced: string[] = [];
+  /** Unplaced sources whose name matched a request field, but whose sample values did not look like it. */
+  readonly misfits = new Map<string, Target>();
   /** Columns of a numbered group missing for some of its numbers (in `unplaced` too). */
   readonly partial: string[] = [];
   /** Columns whose name has `{` or `}` (in `unplaced` too). */
@@ -122,6 +124,7 @@ class Drafter {
       this.placed.push({ source, target: path, confidence });
     }
     this.unplaced.push(...lead.left.map((f) => sourceText(f)));
+    for (const [field, target] of lead.misfits) this.misfits.set(sourceText(field), target);
     if (draft.agent === undefined) this.findAgent(lead.left, draft);
     if (!draft.fields.some((f) => f.target === 'channel.channel_id')) {
       draft.fields.unshift({ target: 'channel.channel_id', spec: { literal: DRAFT_PLACEHOLDER }, note: 'decide: your channel id, assigned by the insurer' });
@@ -130,9 +133,14 @@ class Drafter {
     draft.rowKey = this.chooseRowKey(draft, scope.fields);
     draft.comments = this.headerComments();
     const unmatched = this.unplaced.filter((source) => !this.partial.includes(source) && !this.braced.includes(source));
+    const misfits = unmatched.filter((source) => this.misfits.has(source));
+    if (misfits.length > 0) {
+      const listed = misfits.map((source) => `${shortName(source)} (${SHAPE_WANTED[this.misfits.get(source)?.semantic ?? 'text'] ?? 'its kind of value'})`);
+      draft.footer.push(`Not placed (named like a request field, but the sample's values do not look like it): ${listed.join(', ')}`);
+    }
     // Columns without a name (a spreadsheet's trailing `;;`) are counted, not listed as blanks.
-    const named = unmatched.filter((source) => source !== '');
-    const nameless = unmatched.length - named.length;
+    const named = unmatched.filter((source) => source !== '' && !this.misfits.has(source));
+    const nameless = unmatched.filter((source) => source === '').length;
     if (named.length > 0) draft.footer.push(`Not placed (no request field matched their name): ${named.map(shortName).join(', ')}`);
     if (nameless > 0) draft.footer.push(`Not placed: ${nameless} column(s) without a name in the header (a mapping cannot read them)`);
     if (this.partial.length > 0) draft.footer.push(`Not placed (not there for every number of their group): ${this.partial.map(shortName).join(', ')}`);
@@ -170,12 +178,13 @@ class Drafter {
   buildGroup(group: SourceGroup, entity: 'driver' | 'vehicle' | 'incident', depth: number, outerLetters: readonly string[]):
     { group: DraftGroup; coverage: DraftGroup | undefined; targets: string[] } | undefined {
     const entities: Entity[] = entity === 'vehicle' ? ['vehicle', 'vehicle_coverage'] : [entity];
-    const { assigned, left } = assign(group.scope.fields, entities, () => true);
+    const { assigned, left, misfits } = assign(group.scope.fields, entities, () => true);
     if (assigned.length === 0) {
       this.unplaced.push(...listGroupSources(group));
       return undefined;
     }
     this.unplaced.push(...left.map((f) => sourceText(f)), ...group.scope.partial);
+    for (const [field, target] of misfits) this.misfits.set(sourceText(field), target);
     this.partial.push(...group.scope.partial);
     const listPath = ENTITY_LISTS[entity];
     const key = refText(chooseKey(assigned, entity).field);
@@ -224,7 +233,9 @@ class Drafter {
         // A date written with a time of day reads with the timestamp's format (not iso or epoch, which are timestamp-only).
         const format = shape.type === 'date' ? shape.format
           : shape.type === 'timestamp' && !['iso', 'epoch', 'epoch_ms'].includes(shape.format) ? shape.format : undefined;
-        const note = format === undefined ? 'check: no date in the sample to read a format from' : shape.type === 'date' && shape.ambiguous ? 'check: month or day first? the sample fits both' : undefined;
+        const note = format === undefined ? 'check: no date in the sample to read a format from'
+          : shape.type === 'date' && shape.ambiguous ? 'check: month or day first? the sample fits both'
+            : shape.type === 'date' && shape.outliers > 0 ? `check: ${shape.outliers} of the sample's values do not read as ${format}` : undefined;
         return { spec: { ...source, type: 'date', format: format ?? 'MM/DD/YYYY' }, note };
       }
       case 'timestamp': {
@@ -318,14 +329,17 @@ function classifyGroups(groups: readonly SourceGroup[]): Map<'driver' | 'vehicle
 }
 
 /** Each source to its best request field, best matches first, each field and target used once. */
-function assign(fields: readonly SourceField[], entities: Entity[], allowed: (target: Target) => boolean): { assigned: Assigned[]; left: SourceField[] } {
+function assign(fields: readonly SourceField[], entities: Entity[], allowed: (target: Target) => boolean): { assigned: Assigned[]; left: SourceField[]; misfits: Map<SourceField, Target> } {
   const candidates: Assigned[] = [];
+  // Fields whose name matched a request field well enough, but whose values did not look like it.
+  const misfits = new Map<SourceField, Target>();
   for (const field of fields) {
     const shape = guessShape(field.values);
     for (const match of matchName(field.name, entities)) {
       if (!allowed(match.target)) continue;
       const confidence = match.confidence * fits(match.target.semantic, shape);
       if (confidence >= MIN_CONFIDENCE) candidates.push({ field, target: match.target, confidence, how: match.how });
+      else if (match.confidence >= MIN_CONFIDENCE && !misfits.has(field)) misfits.set(field, match.target);
     }
   }
   candidates.sort((a, b) => b.confidence - a.confidence);
@@ -340,8 +354,15 @@ function assign(fields: readonly SourceField[], entities: Entity[], allowed: (ta
   }
   // The file's order, which is the order a reader expects.
   assigned.sort((a, b) => fields.indexOf(a.field) - fields.indexOf(b.field));
-  return { assigned, left: fields.filter((f) => !usedFields.has(f)) };
+  for (const field of usedFields) misfits.delete(field);
+  return { assigned, left: fields.filter((f) => !usedFields.has(f)), misfits };
 }
+
+/** What a field of a semantic wants, for the draft's "do not look like it" list. */
+const SHAPE_WANTED: Partial<Record<Semantic, string>> = {
+  date: 'a date: the values are in no one format', timestamp: 'a timestamp: the values are in no one format',
+  integer: 'a number', decimal: 'a number', boolean: 'yes or no', email: 'an e-mail address', phone: 'a phone number',
+};
 
 /** How well values of `shape` suit a field of `semantic`: 1 fits, lower when they do not look right. */
 function fits(semantic: Semantic, shape: ValueShape): number {

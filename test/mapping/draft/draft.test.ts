@@ -71,6 +71,15 @@ describe('the draft\'s conversions, agent and row key', () => {
     expect(result.yaml).toMatch(/# Not placed \(no request field matched their name\): Notes\n# Not placed: 2 column\(s\) without a name in the header \(a mapping cannot read them\)\n/);
   });
 
+  it('a column named like a request field whose values do not look like it is listed as such; a date format most values share notes the rest', () => {
+    const mixed = draftCsv(['click_id', 'effective_date'], [['c1', '01.07.2026'], ['c2', '07/20/2026'], ['c3', '2026-07-21']]);
+    expect(mixed.yaml).toMatch(/# Not placed \(named like a request field, but the sample's values do not look like it\): effective_date \(a date: the values are in no one format\)\n/);
+    expect(mixed.yaml).not.toMatch(/no request field matched their name/);
+    const mostly = draftCsv(['click_id', 'effective_date'], Array.from({ length: 20 }, (_, i) => [`c${i}`, i === 7 ? '2026-07-21' : `07/${String(i + 1).padStart(2, '0')}/2026`]));
+    expect(fieldsOf(mostly.content)['application.effective_date']).toEqual({ column: 'effective_date', type: 'date', format: 'MM/DD/YYYY' });
+    expect(mostly.yaml).toMatch(/# check: 1 of the sample's values do not read as MM\/DD\/YYYY/);
+  });
+
   it('without a click id, the lead id is the row key; without either, the draft says so', () => {
     expect(draftCsv(['Lead_No', 'DOB'], [['L-1', '02/03/1980']]).content.row_key).toBe('tracking.channel_lead_id');
     const none = draftCsv(['DOB'], [['02/03/1980']]);
