@@ -148,7 +148,7 @@ class Compiler {
         this.problems.add(fieldAt, `not a QuoteRequest path: ${lookup.message}`, hint, true);
         continue;
       }
-      const plan = this.compileField(spec, scope, fieldAt, normalized, target, lookup?.ok === true ? lookup.kind : 'any');
+      const plan = this.compileField(spec, scope, fieldAt, normalized, target, lookup?.ok === true ? lookup.kind : 'any', lookup?.ok === true ? lookup.schema : undefined);
       if (plan !== undefined) plans.push(plan);
     }
     // Whole objects first, so a pass-through object receives the fields mapped inside it;
@@ -369,7 +369,7 @@ class Compiler {
     if (!this.columns.has(column)) this.columns.set(column, this.lineOf(at));
   }
 
-  compileField(spec: FieldSpec, scope: Scope, at: YamlPath, targetText: string, target: PathSegment[], kind: string): FieldPlan | undefined {
+  compileField(spec: FieldSpec, scope: Scope, at: YamlPath, targetText: string, target: PathSegment[], kind: string, targetSchema?: z.ZodType): FieldPlan | undefined {
     const source = this.compileSource(spec, scope, at);
     if (source === undefined) return undefined;
     // A time zone read from a column is a second source of the field: its problems name both.
@@ -385,7 +385,7 @@ class Compiler {
     }
     const labelled = `${scope.label === '' ? '' : `${scope.label}.`}${targetText}`;
     const produced = compileProduce(spec, source, {
-      problems: this.problems, at, targetKind: kind, targetText, targetLabel: labelled, inGroup: scope.inGroup, zoneSource: zoneSource?.read,
+      problems: this.problems, at, targetKind: kind, targetSchema, targetText, targetLabel: labelled, inGroup: scope.inGroup, zoneSource: zoneSource?.read,
     });
     if (produced === undefined) return undefined;
     const { produce, fast } = produced;

@@ -7,7 +7,8 @@ import {
   buildBoolean, buildDate, buildTimestamp, compileZone, convertDecimal, convertDigits, convertInteger, FAIL, failure,
   FORMAT_TOKENS, type Converter,
 } from './_convert.js';
-import { latestToday, PAST_DATE_FIELDS } from '../partner/schemas.js';
+import type { z } from 'zod';
+import { latestToday, pastDate } from '../partner/schemas.js';
 import type { FastText } from './_generate.js';
 import { OMIT, type FieldPlan, type Reader, type RowState } from './_plan.js';
 import type { MappingProblems, YamlPath } from './_problems.js';
@@ -20,6 +21,8 @@ export interface ProduceContext {
   at: YamlPath;
   /** The request type at the target (`string`, `number`, `boolean`, `object`, `array`, `any`). */
   targetKind: string;
+  /** The target's own schema, when the request's schema says (not below an open object). */
+  targetSchema?: z.ZodType;
   /** The target as written in the field's key, e.g. `dob`. */
   targetText: string;
   /** The target as the user reads it, e.g. `application.drivers[].dob`. */
@@ -53,7 +56,7 @@ export function compileProduce(spec: FieldSpec, source: ProducedSource, ctx: Pro
   const fixedZone = typeof spec.zone === 'string' ? spec.zone : undefined;
   let convert: Converter | undefined;
   try {
-    convert = buildConverter(spec, fixedZone, PAST_DATE_FIELDS.has(ctx.targetLabel.replace(/\[\d*\]/g, '[]')));
+    convert = buildConverter(spec, fixedZone, ctx.targetSchema === pastDate);
   } catch (error) {
     const isZone = /zone/.test((error as Error).message);
     problems.add([...at, isZone ? 'zone' : 'format'], (error as Error).message,
@@ -258,7 +261,7 @@ function buildTextSteps(
   return { produce, fast };
 }
 
-/** `pastDate`: the target holds a date that has happened (see `PAST_DATE_FIELDS`). */
+/** `pastDate`: the target holds a date that has happened (its schema is `pastDate`). */
 function buildConverter(spec: FieldSpec, zone: string | undefined, pastDate: boolean): Converter | undefined {
   switch (spec.type) {
     case undefined:

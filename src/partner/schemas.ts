@@ -33,8 +33,6 @@ export function latestToday(nowMs: number = Date.now()): string {
  * A birth date in the future is a misread year (`02/03/45` read as 2045), never a driver.
  */
 export const pastDate = isoDate.refine((value) => value <= latestToday(), { error: 'expected a date not in the future' });
-/** The request's fields that hold a {@link pastDate}, as the mapping labels them. */
-export const PAST_DATE_FIELDS: ReadonlySet<string> = new Set(['application.drivers[].dob', 'application.drivers[].incident_history[].incident_date']);
 /** ISO 8601 timestamp in UTC (`Z`), e.g. `2026-11-20T18:04:05Z`. */
 export const isoUtcTimestamp = z.iso.datetime({ error: 'expected an ISO 8601 UTC timestamp (…Z)' });
 /** Hex groups 8-4-4-4-12; the partner's ids are "UUID-like", not always valid RFC 4122 UUIDs. */
