@@ -4,16 +4,17 @@
  * printed from any directory, whatever --ledger the run was given.
  */
 
-/** Where a suggested command acts: the ledger file (left out when unknown) and the job. */
+/** Where a suggested command acts: the ledger file and the job (each left out when unknown). */
 export interface AdviceTarget {
   ledger: string | undefined;
-  job: number;
+  job: number | undefined;
 }
 
 /** `quote-batch <command> --ledger <file> --job <id> <rest>`, as a person can paste it. */
-export function commandFor(command: string, target: AdviceTarget, rest: string): string {
+export function commandFor(command: string, target: AdviceTarget, rest = ''): string {
   const ledger = target.ledger === undefined ? '' : ` --ledger ${shellWord(target.ledger)}`;
-  return `quote-batch ${command}${ledger} --job ${target.job} ${rest}`;
+  const job = target.job === undefined ? '' : ` --job ${target.job}`;
+  return `quote-batch ${command}${ledger}${job}${rest === '' ? '' : ` ${rest}`}`;
 }
 
 /** What to do with rows in doubt, wherever some are left: they may have reached the partner, so only it can say which to send again. */

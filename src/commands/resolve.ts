@@ -5,7 +5,7 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
 import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution, type ResolveResult } from '../ledger/index.js';
-import { commandFor, settleInDoubt, shellWord } from '../advice.js';
+import { commandFor, settleInDoubt } from '../advice.js';
 import { resolveJobId } from '../report/index.js';
 import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
@@ -36,9 +36,8 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
     .action((flags: ResolveFlags) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       if ((flags.rows === undefined) === (flags.allInDoubt !== true)) {
-        const job = flags.job === undefined ? '' : ` --job ${flags.job}`;
         throw new QuoteBatchError('E_USAGE', 'give either --rows <list> or --all-in-doubt', {
-          hint: `list the rows in doubt with \`quote-batch export --ledger ${shellWord(ledgerPath)}${job} --status in_doubt\``,
+          hint: `list the rows in doubt with \`${commandFor('export', { ledger: ledgerPath, job: flags.job }, '--status in_doubt')}\``,
         });
       }
       const ledger = Ledger.open(ledgerPath, { mustExist: true });

@@ -59,6 +59,9 @@ export interface CsvDecoderOptions {
   maxRecordBytes: number;
 }
 
+/** How a record whose quote was never closed ends, in its message; the reader may say otherwise (see `open.ts`). */
+export const RUNS_TO_END = 'the record runs to the end of the file';
+
 /**
  * Reads CSV with csv-parse, one {@link InputItem} per record. Record errors are data: bad quoting,
  * a wrong field count, invalid UTF-8 and an over-long record each become an error item and the
@@ -66,19 +69,17 @@ export interface CsvDecoderOptions {
  * count: csv-parse counts CRLF inside quotes twice), the UTF-8 check and the size limit.
  *
  * Recovery, exactly: an invalid closing quote (`"ab"c,`) ends quoting there, so the record ends at
- * its line end; a record whose bad quote ran on past its first line (an invalid closing quote lines
- * later, or none before the end of the file) is flagged `quoteRanOn`, and the reader reads the
- * lines after its first line again, as rows (see `open.ts`); a stray quote in an unquoted field (`ab"c`) is an error for that record only; a
+ * its line end; a stray quote in an unquoted field (`ab"c`) is an error for that record only; a
  * quote opened and never closed makes the rest of the file one record, reported as one error when
- * the file ends, or, once it passes `maxRecordBytes`, as "record longer than" with reading
- * resumed on the next line (which may be inside the runaway quoted text, and then reads as its own rows).
+ * the file ends, or, once it passes `maxRecordBytes`, as "record longer than" with reading resumed
+ * on the next line (which may be inside the runaway quoted text, and then reads as its own rows).
+ * A record whose bad quote ran on past its first line (an invalid closing quote lines later, or
+ * none before the end of the file) is flagged `quoteRanOn`: the reader reads the lines after its
+ * first line again, as rows (see `open.ts`).
  * The size limit is checked after each slice of at most 64 KiB, so an over-long record is held to
  * at most `maxRecordBytes` + 64 KiB, and reading resumes after the first line end past the slice
  * where the limit was noticed: the same place on every read of the same file.
  */
-/** How a record whose quote was never closed ends, in its message; the reader may say otherwise (see `open.ts`). */
-export const RUNS_TO_END = 'the record runs to the end of the file';
-
 export class CsvDecoder implements Decoder {
   columns: string[] | null = null;
   readonly #options: CsvDecoderOptions;

@@ -72,13 +72,13 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
     throw fsError('open', path, error);
   }
 
+  // Nothing kept: nothing read again.
+  const keepBytes = options.rereadRunOnQuotes === false ? 0 : maxRecordBytes + 2 * READ_CHUNK_BYTES;
   if (start !== undefined) {
-    return openInputAt({ path, format, gzip, handle, totalBytes, start, csv, ndjson, signal, rereadRunOnQuotes: options.rereadRunOnQuotes !== false });
+    return openInputAt({ path, format, gzip, handle, totalBytes, start, csv, ndjson, signal, keepBytes });
   }
   const file = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
   const source: Readable = gzip ? pipeline(file, createGunzip(), noop) : file;
-  // Nothing kept: nothing read again.
-  const keepBytes = options.rereadRunOnQuotes === false ? 0 : maxRecordBytes + 2 * READ_CHUNK_BYTES;
   const reader = new StreamingInputReader({ path, format, gzip, decoder, file, source, totalBytes, bytesBefore: 0, signal, keepBytes });
   reader.decodeWith(decoder, 0);
   if (format !== 'ndjson') {
@@ -103,7 +103,7 @@ interface ResumeParts {
   csv: CsvDecoder | undefined;
   ndjson: { maxRecordBytes: number; maxDepth: number };
   signal: AbortSignal | undefined;
-  rereadRunOnQuotes: boolean;
+  keepBytes: number;
 }
 
 /** The resumed read of {@link openInput}: finds `start`, checks a record can begin there, reads on. */
@@ -148,7 +148,7 @@ async function openInputAt(parts: ResumeParts): Promise<InputReader> {
     totalBytes,
     bytesBefore: streamStart,
     signal,
-    keepBytes: parts.rereadRunOnQuotes ? ndjson.maxRecordBytes + 2 * READ_CHUNK_BYTES : 0,
+    keepBytes: parts.keepBytes,
   });
   try {
     const { before, at, skipped } = await reader.skipPrefix(skip, csv);

@@ -2,7 +2,7 @@
 import { formatErrorGroupLines, wrapWords } from '../error-groups.js';
 import type { Ledger } from '../ledger/index.js';
 import { ROW_STATES } from '../ledger/index.js';
-import { commandFor, settleInDoubt, shellWord, unreadableAnswersText } from '../advice.js';
+import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
 import { readErrorGroups } from '../report/index.js';
 import type { RunJobResult } from './run-job.js';
 
@@ -47,6 +47,7 @@ const SUMMARY_ERROR_KINDS = 5;
  */
 export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100): string {
   const { job, counts } = result;
+  const here = { ledger: ledger.path, job: job.id };
   const total = ROW_STATES.reduce((sum, s) => sum + counts[s], 0);
   const lines: string[] = [];
   // Stopped by its --limit only when nothing else ended it (a halt or Ctrl-C while the last answers came in).
@@ -76,7 +77,7 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   const unread = !result.alreadyCompleted && result.end !== 'completed' && job.total_rows === null;
   lines.push(`  ${'total'.padEnd(14)} ${String(total).padStart(8)}${unread ? '  (rows read before the run stopped; the input may hold more)' : ''}`);
   if (result.unreadableAnswers > 0) {
-    const text = `Of the succeeded rows, ${unreadableAnswersText(result.unreadableAnswers)}: ${commandFor('export', { ledger: ledger.path, job: job.id }, '--status succeeded')} lists them (see input_issues_json).`;
+    const text = `Of the succeeded rows, ${unreadableAnswersText(result.unreadableAnswers)}: ${commandFor('export', here, '--status succeeded')} lists them (see input_issues_json).`;
     lines.push('', ...wrapWords(text, width, 6));
   }
   const errors = readErrorGroups(ledger.db, job.id, { limit: SUMMARY_ERROR_KINDS, samples: 2 });
@@ -84,20 +85,20 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
     lines.push('', `errors by kind (${errors.kinds} ${errors.kinds === 1 ? 'kind' : 'kinds'}, most rows first)`);
     for (const g of errors.groups) lines.push(...formatErrorGroupLines({ count: g.rows, description: g.kind, sampleRows: g.sample_rows }, width, 6));
     if (errors.kinds > errors.groups.length) {
-      lines.push(`  … ${errors.kinds - errors.groups.length} more: quote-batch report --ledger ${shellWord(ledger.path)} --job ${job.id}`);
+      lines.push(`  … ${errors.kinds - errors.groups.length} more: ${commandFor('report', here)}`);
     }
   }
   const { sent: sentBefore, rejected: rejectedBefore } = result.byOtherJobs;
   if (sentBefore > 0) {
     lines.push('', `${sentBefore} duplicate row(s) were not sent: another job of this ledger had sent (or may have sent)`,
       `their leads to ${job.environment} (a changed input or mapping, or --fresh, makes a new job). List them with`,
-      `  quote-batch export --ledger ${shellWord(ledger.path)} --job ${job.id} --status duplicate --format source --out sent-before.${job.input_format}`,
+      `  ${commandFor('export', here, `--status duplicate --format source --out sent-before.${job.input_format}`)}`,
       'and to send some all the same, keep those rows in that file and run it with --resend-sent.');
     const { in_doubt_there: doubtful, in_doubt_jobs: doubtJobs } = result.byOtherJobs;
     if (doubtful > 0) {
       const there = doubtJobs.length === 1 ? `job ${doubtJobs[0]}` : `jobs ${doubtJobs.join(', ')}`;
       lines.push(`Of those, ${doubtful} only may have been sent: their rows are in doubt in ${there}. Settle them there`,
-        ...doubtJobs.slice(0, 3).map((other) => `  quote-batch resolve --ledger ${shellWord(ledger.path)} --job ${other} --rows <n,...> --as succeeded|pending`),
+        ...doubtJobs.slice(0, 3).map((other) => `  ${commandFor('resolve', { ledger: ledger.path, job: other }, '--rows <n,...> --as succeeded|pending')}`),
         '(pending: the partner never had the lead; these rows become pending again, and the next run sends it).');
     }
   }
@@ -108,9 +109,9 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   }
   if (counts.in_doubt > 0) {
     lines.push('', `${counts.in_doubt} row(s) in doubt: they may have reached the partner. List them with`,
-      `  quote-batch export --ledger ${shellWord(ledger.path)} --job ${job.id} --status in_doubt`,
+      `  ${commandFor('export', here, '--status in_doubt')}`,
       'then, once the partner told you, settle them with',
-      `  quote-batch resolve --ledger ${shellWord(ledger.path)} --job ${job.id} --rows <n,...> --as succeeded|pending`,
+      `  ${commandFor('resolve', here, '--rows <n,...> --as succeeded|pending')}`,
       '(pending: sent by the next run), or re-run with --resend-in-doubt to send them all again.');
   }
   lines.push('', `exit ${result.exitCode}: ${nextStep(result, ledger.path)}`, '');

@@ -217,9 +217,7 @@ function endsWithExportColumns(header: Buffer, starts: readonly number[], delimi
  * with another number of fields (an unreadable row) is kept whole.
  */
 function withoutExportCells(record: Buffer, delimiter: string, fields: number): Buffer {
-  let end = record.length;
-  while (end > 0 && (record[end - 1] === LF || record[end - 1] === CR)) end -= 1;
-  const starts = fieldStarts(record.subarray(0, end), delimiter);
+  const starts = fieldStarts(withoutLineEnds(record), delimiter);
   if (starts.length !== fields) return record;
   return record.subarray(0, (starts.at(-SOURCE_EXPORT_COLUMNS.length) as number) - delimiter.length);
 }
@@ -231,9 +229,14 @@ function withoutExportCells(record: Buffer, delimiter: string, fields: number): 
 function csvRecord(record: Buffer | null, row: LedgerRow, delimiter: string, eol: string, fields: number): Buffer {
   const cells = [row.state, row.error_code, row.error_message].map((v) => delimiter + formatCsvCell(v, delimiter)).join('');
   if (record === null) return Buffer.from(`${delimiter.repeat(fields - 1)}${cells}${eol}`);
+  return Buffer.concat([withoutLineEnds(record), Buffer.from(`${cells}${eol}`)]);
+}
+
+/** `record` without the line end(s) it ends with. */
+function withoutLineEnds(record: Buffer): Buffer {
   let end = record.length;
   while (end > 0 && (record[end - 1] === LF || record[end - 1] === CR)) end -= 1;
-  return Buffer.concat([record.subarray(0, end), Buffer.from(`${cells}${eol}`)]);
+  return record.subarray(0, end);
 }
 
 /**

@@ -79,8 +79,10 @@ table.problem-rows th { position: sticky; top: 0; }
 footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
 `;
 
-/** Rows the HTML report lists are read by `readProblemRows`: the cap and the total come with them. */
-/** `ledger`: the ledger's path, for the commands the report suggests. */
+/**
+ * Rows the HTML report lists are read by `readProblemRows`: the cap and the total come with them.
+ * `ledger`: the ledger's path, for the commands the report suggests.
+ */
 export function renderHtml(report: Report, problems: ProblemRows, ledger?: string): string {
   const { job, rows, attempts, timing, partner } = report;
   const here = { ledger, job: job.id };
