@@ -134,7 +134,12 @@ export async function measureNode(args, { env = {}, timeoutS = 3600, sampleMs = 
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));
   child.stderr.on('data', (chunk) => (stderr += chunk));
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  // The wall time ends when the process exits, not when the sampler next wakes (up to `sampleMs` later).
+  let exitedAt = NaN;
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => {
+    exitedAt = performance.now();
+    resolve({ code, signal });
+  }));
 
   const samples = [];
   let last;
@@ -166,7 +171,7 @@ export async function measureNode(args, { env = {}, timeoutS = 3600, sampleMs = 
   done = true;
   clearTimeout(timer);
   await sampler;
-  const wallS = (performance.now() - t0) / 1000;
+  const wallS = (exitedAt - t0) / 1000;
   let cpuS = last?.cpu ?? NaN;
   let peakRssMb = last ? last.hwmKb / 1024 : NaN;
   let exitCode = code;
