@@ -76,6 +76,8 @@ class GotPartnerClient implements PartnerClient {
   #heldUntilMs = 0;
   /** When the partner may be called again, for a client a Retry-After halted. */
   #haltRetryAfter: Date | null = null;
+  /** The last transient failure ("its last answer 500 Internal Server Error"), for the outage's halt. */
+  #lastFailure: string | undefined;
   /** The base URL as messages show it. */
   readonly #baseShown: string;
 
@@ -122,7 +124,8 @@ class GotPartnerClient implements PartnerClient {
         if (b.gaveUpBecause === 'in_doubt') {
           this.#haltWith('in_doubt', `${inDoubtBudget} requests in doubt since the partner stopped answering ${what} (at most 2 × --concurrency): halting rather than risk more`);
         } else {
-          this.#haltWith('outage', `the partner did not recover within --max-outage (${formatDuration(maxOutageMs)}; ${what} failing for ${formatDuration(b.outageMs())})${this.#neverAnswered()}`);
+          const last = this.#lastFailure === undefined ? '' : `; ${this.#lastFailure}`;
+          this.#haltWith('outage', `the partner did not recover within --max-outage (${formatDuration(maxOutageMs)}; ${what} failing for ${formatDuration(b.outageMs())}${last})${this.#neverAnswered()}`);
         }
       }, { once: true });
     }
@@ -421,6 +424,9 @@ class GotPartnerClient implements PartnerClient {
       ? { type: 'response', status: raw.status, body: parsed.body }
       : raw);
     this.#metrics.record(durationMs, cls);
+    if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') {
+      this.#lastFailure = raw.type === 'response' ? `its last answer ${statusOf(raw)}` : `last attempt ${statusOf(raw)}, no answer`;
+    }
     if (cls.throttled || (cls.breaker !== 'failure' && cls.breaker !== 'in_doubt')) this.#answered = true;
     const record: AttemptRecord = {
       kind,

@@ -178,7 +178,9 @@ describe('run', () => {
     expect(down.code).toBe(3);
     expect(Date.now() - started).toBeGreaterThanOrEqual(3000);
     expect(down.stderr).toMatch(/warning: the partner looks down \(agent validation\): 6 consecutive transient failures .* the run gives up at .* \(--max-outage 3s\)/);
-    expect(down.stderr).toMatch(/error: halting: the partner did not recover within --max-outage/);
+    // The halt says what the partner kept answering, in the log and in the summary.
+    expect(down.stderr).toMatch(/error: halting: the partner did not recover within --max-outage \(3s; agent validation failing for \S+; its last answer 503 Service Unavailable\)/);
+    expect(down.stdout).toMatch(/stopped +the partner did not recover within --max-outage \(3s; .*its last answer 503 Service Unavailable\)/);
     expect(down.stdout).toMatch(/exit 3: job not completed: the partner looks down; run the same command again later to resume/);
     let ledger = readLedger(tmp.path('l.db'));
     expect(ledger.states.succeeded ?? 0).toBe(0);
