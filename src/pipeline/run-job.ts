@@ -10,7 +10,9 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { settleInDoubt } from '../advice.js';
 import type { StoreRequests } from '../config/index.js';
+import { isQuoteBatchError } from '../errors.js';
 import { openInput, type InputReader } from '../input/index.js';
+import { ledgerFault } from '../ledger/faults.js';
 import type { JobRecord, Ledger, ResumePoint, RowState } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
@@ -259,10 +261,15 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       try {
         outcome = await runner.run();
       } catch (error) {
-        // Record how the run ended; its rows are settled by the next run's resume rules.
-        // The job's status first: finishing the run releases the job lock.
-        ledger.setJobStatus(job.id, 'interrupted');
-        ledger.finishRun(run.id, 'failed');
+        // Record how the run ended and why; its rows are settled by the next run's resume rules.
+        // The job's status first: finishing the run releases the job lock. When the ledger itself
+        // is what failed (disk full), this may fail too: the error to report is the first one.
+        try {
+          ledger.setJobStatus(job.id, 'interrupted');
+          ledger.finishRun(run.id, 'failed', failureReason(error));
+        } catch {
+          // The job lock dies with the process; the next run reads the run as ended.
+        }
         throw error;
       } finally {
         if (progress !== undefined) clearInterval(progress);
@@ -331,4 +338,16 @@ async function openFromResumePoint(
     logger.warn(`cannot resume reading at row ${point.rowNumber} (${(error as Error).message}); reading from the start`, { event: 'resume_point_unusable', row: point.rowNumber });
     return { reader, start: undefined };
   }
+}
+
+/**
+ * Why a run failed, for `runs.end_reason` (report shows it): a known error's one line (a ledger that
+ * could not be written names its SQLite code); anything else is a bug, whose details (a stack, maybe
+ * data) are printed on the run's standard error only.
+ */
+export function failureReason(error: unknown): string {
+  if (isQuoteBatchError(error)) return error.message;
+  const fault = ledgerFault(error, undefined);
+  if (fault !== undefined) return fault.message;
+  return 'internal error (a bug in quote-batch; the run printed the details on its standard error)';
 }
