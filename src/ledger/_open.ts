@@ -51,6 +51,14 @@ export function openDatabase(path: string, options: { readonly?: boolean; mustEx
   } catch (error) {
     db.close();
     if (error instanceof QuoteBatchError) throw error;
+    const code = (error as { code?: unknown }).code;
+    if (readonly && typeof code === 'string' && code.startsWith('SQLITE_READONLY')) {
+      // A WAL file is read with its -shm beside it, which SQLite creates when absent.
+      throw new QuoteBatchError('E_LEDGER', `cannot read ledger ${path}: SQLite must create its -shm file beside it to read it, and may not write there (${code})`, {
+        cause: error,
+        hint: COPY_HINT,
+      });
+    }
     throw new QuoteBatchError('E_LEDGER', `cannot open ledger ${path}: ${(error as Error).message}`, {
       cause: error,
       hint: 'pass --ledger <file> naming a quote-batch ledger (a SQLite file written by `quote-batch run`)',
@@ -114,6 +122,9 @@ function enableWal(db: Database.Database): void {
   }
 }
 
+/** How to read a ledger quote-batch may not write. */
+const COPY_HINT = 'copy the ledger (with its -wal file, if there is one) into a directory you may write, and pass --ledger <the copy>';
+
 function migrate(db: Database.Database, path: string, readonly: boolean): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
@@ -125,7 +136,8 @@ function migrate(db: Database.Database, path: string, readonly: boolean): void {
   }
   if (version === SCHEMA_VERSION) return;
   if (readonly) {
-    throw new QuoteBatchError('E_LEDGER', `ledger ${path} has schema version ${version}; open it with \`run\` once to migrate it`);
+    migrateFor(path, version);
+    return;
   }
   db.transaction(() => {
     // Read again under the write lock: another process opening the same new ledger at the same
@@ -134,4 +146,31 @@ function migrate(db: Database.Database, path: string, readonly: boolean): void {
     for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v] as string);
     if (current < SCHEMA_VERSION) db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
+}
+
+/**
+ * Migrates the ledger at `path` for a reader (`report`, `jobs`, `export`) that found it at an older
+ * schema `version`: through a connection of its own, then closed. An analyst who upgraded quote-batch
+ * reads last night's ledger at once; the migrations only add columns, tables and indexes, which a
+ * run of the older version still writing the file does not notice. A ledger it may not write is
+ * refused, with the way round.
+ */
+function migrateFor(path: string, version: number): void {
+  let writer: Database.Database | undefined;
+  try {
+    writer = new Database(path, { fileMustExist: true });
+    writer.pragma('busy_timeout = 5000');
+    migrate(writer, path, false);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === 'string' && (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_PERM'))) {
+      throw new QuoteBatchError('E_LEDGER', `ledger ${path} has schema version ${version}, older than this quote-batch reads (${SCHEMA_VERSION}), and it may not write the file to upgrade it (${code})`, {
+        cause: error,
+        hint: COPY_HINT,
+      });
+    }
+    throw error;
+  } finally {
+    writer?.close();
+  }
 }

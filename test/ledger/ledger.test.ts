@@ -65,6 +65,29 @@ describe('ledger', () => {
     ledger.close();
   });
 
+  it('upgrades an older ledger for a reader (report, jobs, export): an analyst with a newer quote-batch reads last night\'s ledger at once', () => {
+    const path = tmp.path('v6.db');
+    const first = Ledger.open(path);
+    const job = first.createJob(newJob);
+    first.insertRows(job.id, [{ rowNumber: 1, rowKey: 'click-1', agentEmail: null, state: 'succeeded' }]);
+    first.close();
+    const old = new Database(path);
+    old.exec('ALTER TABLE jobs DROP COLUMN input_reader');
+    old.pragma('user_version = 6');
+    old.close();
+
+    const reader = Ledger.open(path, { readonly: true });
+    try {
+      expect(reader.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+      expect(reader.getJob(job.id)?.input_reader).toBeNull();
+      expect(reader.countsByState(job.id).succeeded).toBe(1);
+      // Still a reader: it writes nothing else.
+      expect(() => reader.db.exec('DELETE FROM rows')).toThrow(/readonly/);
+    } finally {
+      reader.close();
+    }
+  });
+
   it('finds the newest job of an identity, whatever its status', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const older = ledger.createJob(newJob);
