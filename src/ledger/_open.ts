@@ -2,15 +2,16 @@
  * Opening a ledger file: created 0600 when absent (and its -wal/-shm kept so), WAL mode, and
  * migrated to the schema this version writes; every way that can fail is an `E_LEDGER` with a hint.
  */
-import { chmodSync, closeSync, existsSync, openSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { chmodSync, closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 
 /**
  * Opens (creating with mode 0600 when absent) and migrates the ledger database at `path`.
- * `readonly` opens an existing ledger for reports without migrating it; `mustExist` refuses to
+ * `readonly` opens an existing ledger for reports without writing it (an older one: an upgraded copy); `mustExist` refuses to
  * create one (for commands that change an existing ledger: `resolve`, `prune`).
  */
 export function openDatabase(path: string, options: { readonly?: boolean; mustExist?: boolean }): Database.Database {
@@ -47,7 +48,7 @@ export function openDatabase(path: string, options: { readonly?: boolean; mustEx
     });
   }
   try {
-    migrate(db, path, readonly);
+    db = migrate(db, path, readonly);
   } catch (error) {
     db.close();
     if (error instanceof QuoteBatchError) throw error;
@@ -125,7 +126,8 @@ function enableWal(db: Database.Database): void {
 /** How to read a ledger quote-batch may not write. */
 const COPY_HINT = 'copy the ledger (with its -wal file, if there is one) into a directory you may write, and pass --ledger <the copy>';
 
-function migrate(db: Database.Database, path: string, readonly: boolean): void {
+/** Migrates `db` to {@link SCHEMA_VERSION}; returns the database to use (for a reader of an older ledger, an upgraded copy). */
+function migrate(db: Database.Database, path: string, readonly: boolean): Database.Database {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
     throw new QuoteBatchError(
@@ -134,11 +136,8 @@ function migrate(db: Database.Database, path: string, readonly: boolean): void {
       { hint: 'upgrade quote-batch, or use another --ledger file' },
     );
   }
-  if (version === SCHEMA_VERSION) return;
-  if (readonly) {
-    migrateFor(path, version);
-    return;
-  }
+  if (version === SCHEMA_VERSION) return db;
+  if (readonly) return upgradedCopy(db);
   db.transaction(() => {
     // Read again under the write lock: another process opening the same new ledger at the same
     // moment (two cron runs) may have migrated it since.
@@ -146,31 +145,33 @@ function migrate(db: Database.Database, path: string, readonly: boolean): void {
     for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v] as string);
     if (current < SCHEMA_VERSION) db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
+  return db;
 }
 
 /**
- * Migrates the ledger at `path` for a reader (`report`, `jobs`, `export`) that found it at an older
- * schema `version`: through a connection of its own, then closed. An analyst who upgraded quote-batch
- * reads last night's ledger at once; the migrations only add columns, tables and indexes, which a
- * run of the older version still writing the file does not notice. A ledger it may not write is
- * refused, with the way round.
+ * For a reader (`report`, `jobs`, `export`) of a ledger an older quote-batch wrote: a private copy,
+ * upgraded, in place of `db` (closed). The file itself is left as it is: upgrading it would make the
+ * older quote-batch that still runs the nightly jobs refuse it. The copy (`VACUUM INTO`, which reads
+ * the WAL too) is made in a directory of its own (0700) and unlinked as soon as it is open: the lead
+ * data in it is not left behind. Only `run`, `resolve` and `prune` upgrade the file.
  */
-function migrateFor(path: string, version: number): void {
-  let writer: Database.Database | undefined;
+function upgradedCopy(db: Database.Database): Database.Database {
+  const dir = mkdtempSync(join(tmpdir(), 'quote-batch-read-'));
   try {
-    writer = new Database(path, { fileMustExist: true });
-    writer.pragma('busy_timeout = 5000');
-    migrate(writer, path, false);
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (typeof code === 'string' && (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_PERM'))) {
-      throw new QuoteBatchError('E_LEDGER', `ledger ${path} has schema version ${version}, older than this quote-batch reads (${SCHEMA_VERSION}), and it may not write the file to upgrade it (${code})`, {
-        cause: error,
-        hint: COPY_HINT,
-      });
+    const copyPath = join(dir, 'ledger.db');
+    db.prepare('VACUUM INTO ?').run(copyPath);
+    db.close();
+    const copy = new Database(copyPath, { fileMustExist: true });
+    try {
+      copy.pragma('journal_mode = MEMORY');
+      migrate(copy, copyPath, false);
+      copy.pragma('query_only = ON');
+      return copy;
+    } catch (error) {
+      copy.close();
+      throw error;
     }
-    throw error;
   } finally {
-    writer?.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 }

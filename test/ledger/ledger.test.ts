@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { Ledger, SCHEMA_VERSION } from '../../src/ledger/index.js';
@@ -65,7 +65,7 @@ describe('ledger', () => {
     ledger.close();
   });
 
-  it('upgrades an older ledger for a reader (report, jobs, export): an analyst with a newer quote-batch reads last night\'s ledger at once', () => {
+  it('reads an older ledger through an upgraded copy (report, jobs, export), leaving the file to the older quote-batch that writes it', () => {
     const path = tmp.path('v6.db');
     const first = Ledger.open(path);
     const job = first.createJob(newJob);
@@ -76,16 +76,27 @@ describe('ledger', () => {
     old.pragma('user_version = 6');
     old.close();
 
+    const before = readFileSync(path);
     const reader = Ledger.open(path, { readonly: true });
     try {
       expect(reader.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
       expect(reader.getJob(job.id)?.input_reader).toBeNull();
       expect(reader.countsByState(job.id).succeeded).toBe(1);
-      // Still a reader: it writes nothing else.
+      // A reader: it writes nothing, not even to its copy.
       expect(() => reader.db.exec('DELETE FROM rows')).toThrow(/readonly/);
     } finally {
       reader.close();
     }
+    // The file is as the older version left it: it can go on writing it.
+    expect(readFileSync(path).equals(before)).toBe(true);
+    const check = new Database(path, { readonly: true });
+    expect(check.pragma('user_version', { simple: true })).toBe(6);
+    check.close();
+    // A run (a writer) upgrades the file itself.
+    Ledger.open(path).close();
+    const upgraded = new Database(path, { readonly: true });
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    upgraded.close();
   });
 
   it('finds the newest job of an identity, whatever its status', () => {
