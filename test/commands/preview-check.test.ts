@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -158,6 +158,17 @@ fields:
 
     const nested = await cli('check', 'samples/leads.csv', '--mapping', 'mappings/example-ndjson.yaml');
     expect(nested.code).toBe(2);
+    expect(nested.stderr).toMatch(/^error: the mapping is written for NDJSON input \(its input\.format\), and \S*samples\/leads\.csv is CSV \(by its extension\)\n/);
+
+    // A CSV mapping on an NDJSON file read every row as invalid (its columns are no NDJSON fields): refused before any row, by every command.
+    for (const command of ['check', 'preview', 'run']) {
+      const ledger = join(dir, `crossed-${command}.db`);
+      const crossed = await cli(command, 'samples/leads.ndjson', '--mapping', 'mappings/example-csv.yaml', ...(command === 'run' ? ['--env', 'sandbox', '--ledger', ledger] : []));
+      expect(crossed.code, `${command}: ${crossed.stderr}`).toBe(2);
+      expect(crossed.stderr).toMatch(/^error: the mapping is written for CSV input \(its input\.format\), and \S*samples\/leads\.ndjson is NDJSON \(by its extension\)\nhint: use the mapping written for this file \(`quote-batch init \S*samples\/leads\.ndjson` drafts one\)/);
+      expect(crossed.stdout).toBe('');
+      expect(existsSync(ledger)).toBe(false);
+    }
 
     const absent = await cli('check', join(dir, 'nope.csv'), '--mapping', 'mappings/example-csv.yaml');
     expect(absent.code).toBe(2);
