@@ -324,7 +324,7 @@ export class CsvDecoder implements Decoder {
     else if (invalidUtf8) reason = 'invalid UTF-8';
     else if (quoteError !== undefined) reason = describeQuoteError(quoteError, columns);
     else if (values.length !== columns.length) {
-      reason = `wrong number of fields (expected ${columns.length}, got ${values.length})`;
+      reason = `wrong number of fields (expected ${columns.length}, got ${values.length})${this.#mixedLineEnds(values)}`;
     }
     if (reason === undefined) this.#out.push({ kind: 'record', rowNumber, line, offset, record: this.#toRecord(values) });
     else if (quoteError?.code === 'CSV_INVALID_CLOSING_QUOTE' && this.#breaksBeforePrevEnd > line + this.#extraBreaksPerLineEnd()) {
@@ -361,6 +361,16 @@ export class CsvDecoder implements Decoder {
   }
 
   /** Line breaks a line end counts beyond one: 1 for a file whose lines end in CR CR LF (a lone CR, then CR LF). */
+  /**
+   * Said of a record with too many fields that holds bare LF line ends while the header ended with
+   * CRLF (a header typed on Windows put before rows exported elsewhere): its lines read as one.
+   */
+  #mixedLineEnds(values: readonly string[]): string {
+    if (this.#recordDelimiter?.[0] !== '\r\n' || values.length <= (this.columns?.length ?? Infinity)) return '';
+    if (!values.some((value) => /(?<!\r)\n/.test(value))) return '';
+    return '; the header line ends with CRLF and the lines after it with LF alone, so they read as one record: give the file one kind of line end (e.g. `sed -i \'s/\\r$//\' file`)';
+  }
+
   #extraBreaksPerLineEnd(): number {
     return this.#recordDelimiter?.[0] === '\r\r\n' ? 1 : 0;
   }

@@ -168,6 +168,22 @@ describe('CSV reader', () => {
     ]);
   });
 
+  it('says why a file whose header ends with CRLF and whose rows end with LF reads as one record', async () => {
+    const dir = makeTempDir('quote-batch-csv-');
+    try {
+      writeFileSync(dir.path('mixed.csv'), 'id,name\r\n1,Ada\n2,Bo\n3,Cy\n');
+      const { items } = await readAll(dir.path('mixed.csv'));
+      expect(summarize(items)).toEqual([
+        [1, 2, "line 2: wrong number of fields (expected 2, got 4); the header line ends with CRLF and the lines after it with LF alone, so they read as one record: give the file one kind of line end (e.g. `sed -i 's/\\r$//' file`)"],
+      ]);
+      // A record with too many fields and no bare LF in it is only that.
+      writeFileSync(dir.path('crlf.csv'), 'id,name\r\n1,Ada,x\r\n');
+      expect(summarize((await readAll(dir.path('crlf.csv'))).items)).toEqual([[1, 2, 'line 2: wrong number of fields (expected 2, got 3)']]);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
   it('makes a record with invalid UTF-8 a row error, and passes a real U+FFFD through', async () => {
     const { items } = await readAll(fixture('invalid-utf8.csv'));
     expect(summarize(items)).toEqual([
