@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import { describeErrorKind, type ErrorGroup } from '../error-groups.js';
 import { checkInput, DRAFT_PLACEHOLDER, loadMapping, shortName, type CheckSummary, type CoverageReport } from '../mapping/index.js';
-import type { RegisterCommand } from './context.js';
+import { jsonLogOption, type RegisterCommand } from './context.js';
 
 interface CheckFlags {
   mapping: string;
@@ -18,6 +18,7 @@ export const registerCheck: RegisterCommand = (program, ctx) => {
     .requiredOption('--mapping <file>', 'mapping file (YAML, see docs/mapping.md)')
     .option('--coverage', 'also list the columns the mapping never reads and the request fields no row filled')
     .option('--json', 'print the summary as JSON')
+    .addOption(jsonLogOption())
     .action(async (input: string, flags: CheckFlags) => {
       const mapping = await loadMapping(resolve(ctx.io.cwd, flags.mapping));
       const summary = await checkInput(resolve(ctx.io.cwd, input), mapping, { signal: ctx.stop, coverage: flags.coverage === true });

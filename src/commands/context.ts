@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseDuration } from '../duration.js';
 import type { Io } from '../io.js';
 import type { Logger } from '../log.js';
@@ -73,6 +73,15 @@ export function parseDurationFlag(flag: string, minMs = 1): (value: string) => n
 }
 
 export { parseDuration } from '../duration.js';
+
+/**
+ * `--json-log`, the same on every command a nightly script may run (cron, CI): every line the
+ * command writes on standard error is then one JSON object (contract §9). The edge reads it from
+ * the command line before commander does (`ctx.jsonLog`); declaring it makes it a known option.
+ */
+export function jsonLogOption(): Option {
+  return new Option('--json-log', 'machine-readable JSON log lines on stderr');
+}
 
 /**
  * The ledger a command works on (`--ledger`, else the config's, else ./quote-batch.db), named to

@@ -11,7 +11,7 @@ import {
 } from '../report/index.js';
 import type { Ledger, RowState } from '../ledger/index.js';
 import { outputBytes } from '../io.js';
-import { ledgerPathOf, parseCount, type CommandContext, type RegisterCommand } from './context.js';
+import { jsonLogOption, ledgerPathOf, parseCount, type CommandContext, type RegisterCommand } from './context.js';
 
 interface ExportFlags {
   ledger?: string;
@@ -31,6 +31,7 @@ export const registerExport: RegisterCommand = (program, ctx) => {
     .addOption(new Option('--format <format>', 'csv/ndjson: the outcome columns; source: the input\'s own rows with qb_state, qb_error_code, qb_error_message appended')
       .choices(['csv', 'ndjson', 'source']).default('csv'))
     .option('--out <file>', 'write to this file instead of standard output')
+    .addOption(jsonLogOption())
     .action(async (flags: ExportFlags) => {
       const states = flags.status === undefined ? [] : parseStates(flags.status);
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
@@ -42,7 +43,9 @@ export const registerExport: RegisterCommand = (program, ctx) => {
         const count = flags.format === 'source'
           ? await exportSource(ctx, ledger, { jobId, states }, outPath)
           : exportOutcomes(ctx, ledger, { jobId, states, format: flags.format }, outPath);
-        ctx.io.err(`exported ${count} rows of job ${jobId}${outPath === undefined ? '' : ` to ${outPath}`}\n`);
+        ctx.createLogger().info(`exported ${count} rows of job ${jobId}${outPath === undefined ? '' : ` to ${outPath}`}`, {
+          event: 'exported', job_id: jobId, rows: count, format: flags.format, out: outPath,
+        });
       } finally {
         ledger.close();
       }

@@ -1,7 +1,7 @@
 import { Option } from 'commander';
 import { listJobs, openReportLedger, renderJobsTable } from '../report/index.js';
 import { outputColumns } from '../io.js';
-import { ledgerPathOf, type RegisterCommand } from './context.js';
+import { jsonLogOption, ledgerPathOf, type RegisterCommand } from './context.js';
 
 interface JobsFlags {
   ledger?: string;
@@ -14,6 +14,7 @@ export const registerJobs: RegisterCommand = (program, ctx) => {
     .description('list the jobs of a ledger, newest first: id, input, environment, operation, status, counts, start')
     .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
     .addOption(new Option('--format <format>', 'output format').choices(['table', 'json']).default('table'))
+    .addOption(jsonLogOption())
     .action((flags: JobsFlags) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = openReportLedger(ledgerPath);

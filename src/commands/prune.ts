@@ -1,6 +1,6 @@
 /** `quote-batch prune --older-than <duration> [--vacuum]`: drops old finished jobs from a ledger. */
 import { Ledger, pruneJobs, vacuumLedger, type PruneCandidate } from '../ledger/index.js';
-import { ledgerPathOf, parseDurationFlag, type RegisterCommand } from './context.js';
+import { jsonLogOption, ledgerPathOf, parseDurationFlag, type RegisterCommand } from './context.js';
 
 interface PruneFlags {
   ledger?: string;
@@ -20,7 +20,7 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
     .option('--include-unfinished', 'also drop unfinished jobs (their failed and in_doubt rows are lost)')
     .option('--vacuum', 'then rewrite the file to return the freed space (needs no other process on the ledger)')
     .option('--dry-run', 'only list the jobs that would be dropped')
-    .option('--json-log', 'machine-readable JSON log lines on stderr')
+    .addOption(jsonLogOption())
     .action((flags: PruneFlags) => {
       const logger = ctx.createLogger();
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);

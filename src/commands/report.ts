@@ -5,7 +5,7 @@ import {
   refuseProtectedOut, writeOutput, type Report,
 } from '../report/index.js';
 import { outputColumns } from '../io.js';
-import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
+import { jsonLogOption, ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
 type ReportFormat = 'table' | 'json' | 'csv' | 'html';
 
@@ -24,6 +24,7 @@ export const registerReport: RegisterCommand = (program, ctx) => {
     .option('--job <id>', 'the job to report on (default: the latest; see `quote-batch jobs`)', parseCount('--job'))
     .addOption(new Option('--format <format>', 'output format').choices(['table', 'json', 'csv', 'html']).default('table'))
     .option('--out <file>', 'write the report to this file instead of standard output')
+    .addOption(jsonLogOption())
     .action((flags: ReportFlags) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = openReportLedger(ledgerPath);
@@ -44,7 +45,7 @@ export const registerReport: RegisterCommand = (program, ctx) => {
       } else {
         const outPath = resolve(ctx.io.cwd, flags.out);
         writeOutput(outPath, (write) => write(text));
-        ctx.io.err(`report of job ${jobId} written to ${outPath}\n`);
+        ctx.createLogger().info(`report of job ${jobId} written to ${outPath}`, { event: 'report_written', job_id: jobId, format: flags.format, out: outPath });
       }
       ctx.setExitCode(0);
     });

@@ -7,7 +7,7 @@ import { QuoteBatchError } from '../errors.js';
 import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution, type ResolveResult } from '../ledger/index.js';
 import { commandFor, settleInDoubt } from '../advice.js';
 import { resolveJobId } from '../report/index.js';
-import { ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
+import { jsonLogOption, ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
 interface ResolveFlags {
   ledger?: string;
@@ -32,7 +32,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
     .option('--all-in-doubt', 'settle every row of the job that is in_doubt')
     .addOption(new Option('--as <state>', 'what the partner did: succeeded (it has the lead) or pending (it does not)').choices(RESOLUTIONS).makeOptionMandatory())
     .option('--note <text>', 'why, for the record (kept in the resolutions table), e.g. a ticket number')
-    .option('--json-log', 'machine-readable JSON log lines on stderr')
+    .addOption(jsonLogOption())
     .action((flags: ResolveFlags) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       if ((flags.rows === undefined) === (flags.allInDoubt !== true)) {

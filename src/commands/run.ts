@@ -18,7 +18,7 @@ import { FixedLimiter } from '../partner/concurrency.js';
 import type { PartnerClient } from '../partner/index.js';
 import { prestartTransportThread } from '../partner/thread-transport.js';
 import { openPartner } from './_connect.js';
-import { parseDurationFlag, parseNumberIn, type RegisterCommand } from './context.js';
+import { jsonLogOption, parseDurationFlag, parseNumberIn, type RegisterCommand } from './context.js';
 
 interface RunFlags {
   mapping: string;
@@ -79,7 +79,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     .option('--adaptive', "adapt the requests in flight to the partner's answers, up to --concurrency (default)")
     .option('--no-adaptive', 'keep exactly --concurrency requests in flight')
     .option('--quiet', 'no progress bar or progress lines')
-    .option('--json-log', 'machine-readable JSON log lines on stderr')
+    .addOption(jsonLogOption())
     .action(async (input: string, flags: RunFlags) => {
       ctx.setExitCode(await runCommand(input, flags));
     });

@@ -104,6 +104,33 @@ describe('errors a user can cause', () => {
     expect(JSON.parse(results[0]!.stderr)).toMatchObject({ code: 'E_INPUT', hint: expect.stringMatching(/check the path/) });
   });
 
+  it('the commands a nightly script runs around run (check, jobs, report, export) take --json-log: every stderr line is JSON, their notes events with fields', async () => {
+    const ledger = tmp.path('nightly.db');
+    const sent = await run(['--json-log', '--ledger', ledger, '--quiet']);
+    expect(sent.code).toBe(1); // the samples' deliberate bad rows
+    const cli = (args: readonly string[]) => runCli([...args, '--json-log'], { cwd: tmp.dir, timeoutMs: 30_000 });
+    const results = {
+      check: await cli(['check', SAMPLE_CSV, '--mapping', MAPPING_CSV]),
+      jobs: await cli(['jobs', '--ledger', ledger]),
+      report: await cli(['report', '--ledger', ledger, '--format', 'html', '--out', tmp.path('report.html')]),
+      export: await cli(['export', '--ledger', ledger, '--status', 'invalid,rejected', '--out', tmp.path('to-fix.csv')]),
+      missing: await cli(['export', '--ledger', tmp.path('nope.db')]),
+    };
+    const events = Object.fromEntries(Object.entries(results).map(([name, result]) => {
+      const lines = result.stderr.trimEnd().split('\n').filter((line) => line !== '');
+      return [name, lines.map((line) => JSON.parse(line) as Record<string, unknown>)];
+    }));
+    expect(results.check.code).toBe(1);
+    expect(events.check).toEqual([]);
+    expect(results.jobs.code).toBe(0);
+    expect(events.jobs).toEqual([]);
+    expect(events.report).toEqual([expect.objectContaining({ level: 'info', event: 'report_written', job_id: 1, format: 'html', out: tmp.path('report.html') })]);
+    expect(events.export).toEqual([expect.objectContaining({ level: 'info', event: 'exported', job_id: 1, rows: expect.any(Number), format: 'csv', out: tmp.path('to-fix.csv') })]);
+    expect(events.export?.[0]?.rows).toBeGreaterThan(0);
+    expect(results.missing.code).toBe(2);
+    expect(events.missing).toEqual([expect.objectContaining({ level: 'error', code: 'E_LEDGER', exit_code: 2 })]);
+  });
+
   it('leaves the value of an unknown --option=value out of the error, with or without --json-log (a guessed --api-key=…)', async () => {
     const secret = 'made-up-secret-7f3a';
     for (const extra of [[], ['--json-log']]) {
