@@ -360,7 +360,6 @@ export class CsvDecoder implements Decoder {
     return undefined;
   }
 
-  /** Line breaks a line end counts beyond one: 1 for a file whose lines end in CR CR LF (a lone CR, then CR LF). */
   /**
    * Said of a record with too many fields that holds bare LF line ends while the header ended with
    * CRLF (a header typed on Windows put before rows exported elsewhere): its lines read as one.
@@ -371,6 +370,7 @@ export class CsvDecoder implements Decoder {
     return '; the header line ends with CRLF and the lines after it with LF alone, so they read as one record: give the file one kind of line end (e.g. `sed -i \'s/\\r$//\' file`)';
   }
 
+  /** Line breaks a line end counts beyond one: 1 for a file whose lines end in CR CR LF (a lone CR, then CR LF). */
   #extraBreaksPerLineEnd(): number {
     return this.#recordDelimiter?.[0] === '\r\r\n' ? 1 : 0;
   }

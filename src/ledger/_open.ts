@@ -11,8 +11,9 @@ import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 
 /**
  * Opens (creating with mode 0600 when absent) and migrates the ledger database at `path`.
- * `readonly` opens an existing ledger for reports without writing it (an older one: an upgraded copy); `mustExist` refuses to
- * create one (for commands that change an existing ledger: `resolve`, `prune`).
+ * `readonly` opens an existing ledger for reports without writing it (an older one: an upgraded
+ * copy); `mustExist` refuses to create one (for commands that change an existing ledger: `resolve`,
+ * `prune`).
  */
 export function openDatabase(path: string, options: { readonly?: boolean; mustExist?: boolean }): Database.Database {
   const readonly = options.readonly === true;
