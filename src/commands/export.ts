@@ -9,7 +9,7 @@ import {
   checkSourcePositions, exportRows, exportSourceRows, openReportLedger, parseStates, refuseProtectedOut, resolveJobId, writeOutput, writeOutputAsync,
   type ExportFormat, type SourceInput,
 } from '../report/index.js';
-import type { Ledger, RowState } from '../ledger/index.js';
+import { inputReadingOf, type Ledger, type RowState } from '../ledger/index.js';
 import { outputBytes } from '../io.js';
 import { jsonLogOption, ledgerPathOf, parseCount, type CommandContext, type RegisterCommand } from './context.js';
 
@@ -104,5 +104,5 @@ async function readSourceInput(ledger: Ledger, jobId: number, cwd: string): Prom
   }
   const options = resolveInputOptions(path, mapping);
   const { format, gzip } = detectInput(path, options.format);
-  return { path, format, gzip, delimiter: options.delimiter ?? (format === 'tsv' ? '\t' : ','), rereadRunOnQuotes: job.input_reader !== null };
+  return { path, format, gzip, delimiter: options.delimiter ?? (format === 'tsv' ? '\t' : ','), ...inputReadingOf(job.input_reader) };
 }

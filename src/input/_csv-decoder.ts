@@ -15,6 +15,8 @@ const SLICE_BYTES = 64 * 1024;
 /** csv-parse holds back at most a few bytes (delimiter look-ahead); no record can end further back. */
 const LOOKAHEAD_MARGIN = 1024;
 const EMPTY = Buffer.alloc(0);
+/** The record delimiters of a file read with `anyLineEnd` whose header ends with LF or CRLF. */
+const ANY_LINE_END: readonly string[] = ['\r\n', '\n'];
 
 /**
  * The synchronous engine inside csv-parse's stream `Parser` (`parser.api` in csv-parse 5 and 6).
@@ -58,6 +60,11 @@ export interface CsvDecoderOptions {
   label: string;
   delimiter: string;
   maxRecordBytes: number;
+  /**
+   * LF and CRLF both end a record, whichever the header line ends with (a header typed on Windows
+   * before rows exported elsewhere). False: the header's line end only (jobs begun before).
+   */
+  anyLineEnd?: boolean;
 }
 
 /** How a record whose quote was never closed ends, in its message; the reader may say otherwise (see `open.ts`). */
@@ -225,7 +232,7 @@ export class CsvDecoder implements Decoder {
     if (breakAt !== -1 && !data.subarray(0, breakAt).includes(QUOTE)) {
       const doubled = data[breakAt] === CR && data[breakAt + 1] === CR && data[breakAt + 2] === LF;
       const delimiter = doubled ? '\r\r\n' : data[breakAt] === LF ? (data[breakAt - 1] === CR ? '\r\n' : '\n') : '\r';
-      this.#recordDelimiter = [delimiter];
+      this.#recordDelimiter = this.#options.anyLineEnd === true && (delimiter === '\n' || delimiter === '\r\n') ? [...ANY_LINE_END] : [delimiter];
       this.#engine = this.#createEngine(true);
     }
     for (let offset = 0; offset < data.length; offset += SLICE_BYTES) {
@@ -296,6 +303,13 @@ export class CsvDecoder implements Decoder {
    */
   #recordStart(blank: number): number {
     if (blank === 0) return this.#prevEnd;
+    if (this.#recordDelimiter?.length === ANY_LINE_END.length) {
+      // Blank lines of either kind (LF, CRLF): after the last of their breaks. Should the line index
+      // have forgotten it (thousands of blank lines), the first blank line's start: still a line start,
+      // where a read resumed gives the same record.
+      const lastBreak = this.#lines.offsetOf(this.#breaksBeforePrevEnd + blank - 1);
+      return lastBreak === undefined ? this.#prevEnd : lastBreak + 1;
+    }
     return this.#prevEnd + blank * (this.#engine.options.record_delimiter[0]?.length ?? 1);
   }
 
@@ -366,7 +380,7 @@ export class CsvDecoder implements Decoder {
    * CRLF (a header typed on Windows put before rows exported elsewhere): its lines read as one.
    */
   #mixedLineEnds(values: readonly string[]): string {
-    if (this.#recordDelimiter?.[0] !== '\r\n' || values.length <= (this.columns?.length ?? Infinity)) return '';
+    if (this.#recordDelimiter?.length !== 1 || this.#recordDelimiter[0] !== '\r\n' || values.length <= (this.columns?.length ?? Infinity)) return '';
     if (!values.some((value) => /(?<!\r)\n/.test(value))) return '';
     return '; the header line ends with CRLF and the lines after it with LF alone, so they read as one record: give the file one kind of line end (e.g. `sed -i \'s/\\r$//\' file`)';
   }

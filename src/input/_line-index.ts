@@ -48,6 +48,14 @@ export class LineBreakIndex {
     this.#trailingCr = -1;
   }
 
+  /**
+   * Offset of line break number `index` (0-based, counted from the start of the stream; of a CRLF,
+   * the LF's), or undefined when it is not known: forgotten, or not fed yet.
+   */
+  offsetOf(index: number): number | undefined {
+    return index < this.#dropped ? undefined : this.#offsets[index - this.#dropped];
+  }
+
   /** Number of line breaks at offsets below `position`. */
   countBefore(position: number): number {
     const offsets = this.#offsets;

@@ -36,6 +36,13 @@ export interface InputOptions {
    * record, as quote-batch did before: a job begun then keeps its row numbers.
    */
   rereadRunOnQuotes?: boolean;
+  /**
+   * CSV: LF and CRLF both end a record, whichever the header line ends with (default true), so a
+   * header typed on Windows put before rows exported elsewhere reads as rows, not as one record.
+   * False reads the header's line end only, as quote-batch did before: a job begun then keeps its
+   * row numbers.
+   */
+  anyLineEnd?: boolean;
 }
 
 /** Where a resumed read begins: copied from the {@link InputItem} to begin at. */

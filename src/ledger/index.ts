@@ -1,6 +1,6 @@
 export { Ledger, now } from './ledger.js';
 export type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowOutcome, RunRecord, RunSample, SentRow, SentRowRef } from './types.js';
-export { countUnfinished, FINAL_STATES, INPUT_READER, JOB_STATUSES, ROW_STATES, RUN_STATUSES, SCHEMA_VERSION, STOPPED_IN_FLIGHT } from './schema.js';
+export { countUnfinished, FINAL_STATES, INPUT_READER, inputReadingOf, JOB_STATUSES, ROW_STATES, RUN_STATUSES, SCHEMA_VERSION, STOPPED_IN_FLIGHT } from './schema.js';
 export type { JobStatus, RowState, RunStatus } from './schema.js';
 export { jobLockPath } from './_job-lock.js';
 export { runMayBeAlive, STALE_HEARTBEAT_MS } from './_liveness.js';

@@ -13,7 +13,7 @@ import type { StoreRequests } from '../config/index.js';
 import { isQuoteBatchError } from '../errors.js';
 import { openInput, type InputReader } from '../input/index.js';
 import { ledgerFault } from '../ledger/faults.js';
-import type { JobRecord, Ledger, ResumePoint, RowState } from '../ledger/index.js';
+import { INPUT_READER, inputReadingOf, type JobRecord, type Ledger, type ResumePoint, type RowState } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
 import { DEFAULT_INITIAL_WINDOW } from '../partner/adaptive-limiter.js';
@@ -197,11 +197,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
 
     let job = latest;
     const resumed = job !== undefined;
-    // A job begun before quote-batch read a CSV quote's run-on lines again as rows keeps its row numbers.
-    const rereadRunOnQuotes = job === undefined || job.input_reader !== null;
-    if (!rereadRunOnQuotes) {
+    // A job begun by an older quote-batch reads its input as it did then: it keeps its row numbers.
+    const reading = job === undefined ? inputReadingOf(INPUT_READER) : inputReadingOf(job.input_reader);
+    if (job !== undefined && job.input_reader !== INPUT_READER) {
       await reader.close();
-      reader = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, mapping), signal: options.stop, rereadRunOnQuotes });
+      reader = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, mapping), signal: options.stop, ...reading });
     }
     let forward: (event: ClientEvent) => void = () => {};
     // Read before connecting (the client's limiter starts there); said only once this process holds
@@ -240,7 +240,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
           { event: 'rows_in_doubt', job: job.id, rows: inDoubtNow, resend: options.resendInDoubt },
         );
       }
-      const { reader: jobReader, start } = await openFromResumePoint(options, reader, ledger.resumePoint(job), logger, rereadRunOnQuotes);
+      const { reader: jobReader, start } = await openFromResumePoint(options, reader, ledger.resumePoint(job), logger, reading);
       reader = jobReader;
       const monitor = new RunMonitor(ledger, logger, job.id, run.id, options.maxOutageMs ?? 600_000);
       forward = monitor.onClientEvent;
@@ -326,11 +326,11 @@ async function openFromResumePoint(
   reader: InputReader,
   point: ResumePoint | undefined,
   logger: Logger,
-  rereadRunOnQuotes: boolean,
+  reading: ReturnType<typeof inputReadingOf>,
 ): Promise<{ reader: InputReader; start: ResumePoint | undefined }> {
   if (point === undefined || point.rowNumber <= 1) return { reader, start: undefined };
   try {
-    const resumed = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, options.mapping), start: point, signal: options.stop, rereadRunOnQuotes });
+    const resumed = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, options.mapping), start: point, signal: options.stop, ...reading });
     await reader.close();
     logger.info(`skipping rows 1-${point.rowNumber - 1}: already final (reading from line ${point.line})`, { event: 'resume_point', row: point.rowNumber, line: point.line });
     return { reader: resumed, start: point };

@@ -30,6 +30,8 @@ export interface SourceInput {
   delimiter: string;
   /** As the job reads its input (`jobs.input_reader`; see `InputOptions.rereadRunOnQuotes`); default true. */
   rereadRunOnQuotes?: boolean;
+  /** As the job reads its input (`jobs.input_reader`; see `InputOptions.anyLineEnd`); default true. */
+  anyLineEnd?: boolean;
 }
 
 export interface SourceExportOptions {
@@ -153,7 +155,7 @@ function openBytes(input: SourceInput): Readable {
  * offset of the record after it, as the reader finds it; undefined at the end of the input.
  */
 async function csvRecordEnd(input: SourceInput, row: LedgerRow): Promise<number | undefined> {
-  const options: InputOptions = { format: input.format, delimiter: input.delimiter, rereadRunOnQuotes: input.rereadRunOnQuotes };
+  const options: InputOptions = { format: input.format, delimiter: input.delimiter, rereadRunOnQuotes: input.rereadRunOnQuotes, anyLineEnd: input.anyLineEnd };
   const reader = await openInput(input.path, {
     ...options, start: { offset: row.source_offset as number, rowNumber: row.row_number, line: row.source_line ?? 2 },
   });

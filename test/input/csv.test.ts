@@ -168,17 +168,37 @@ describe('CSV reader', () => {
     ]);
   });
 
-  it('says why a file whose header ends with CRLF and whose rows end with LF reads as one record', async () => {
+  it('reads LF and CRLF line ends alike, whichever the header has (a header typed on Windows before rows exported elsewhere)', async () => {
+    const dir = makeTempDir('quote-batch-csv-');
+    try {
+      // Blank lines of both kinds between the rows: each record's offset is where its line starts.
+      const text = 'id,name\r\n1,Ada\n\r\n\n2,Bo\r\n3,Cy\n\n';
+      writeFileSync(dir.path('mixed.csv'), text);
+      const { items } = await readAll(dir.path('mixed.csv'));
+      expect(summarize(items)).toEqual([[1, 2, { id: '1', name: 'Ada' }], [2, 5, { id: '2', name: 'Bo' }], [3, 6, { id: '3', name: 'Cy' }]]);
+      expect(items.map((item) => item.offset)).toEqual([text.indexOf('1,Ada'), text.indexOf('2,Bo'), text.indexOf('3,Cy')]);
+      // An LF header and CRLF rows: no CR left at the end of the last field.
+      writeFileSync(dir.path('lf-header.csv'), 'id,name\n1,Ada\r\n2,Bo\r\n');
+      expect(summarize((await readAll(dir.path('lf-header.csv'))).items)).toEqual([[1, 2, { id: '1', name: 'Ada' }], [2, 3, { id: '2', name: 'Bo' }]]);
+      // A CR alone is still no line end there (it ends lines only in a file whose header ends with it).
+      writeFileSync(dir.path('cr.csv'), 'id,name\n1,A\rda\n');
+      expect(summarize((await readAll(dir.path('cr.csv'))).items)).toEqual([[1, 2, { id: '1', name: 'A\rda' }]]);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('a job begun before reads the header\'s line end only (anyLineEnd false), and says why such a file reads as one record', async () => {
     const dir = makeTempDir('quote-batch-csv-');
     try {
       writeFileSync(dir.path('mixed.csv'), 'id,name\r\n1,Ada\n2,Bo\n3,Cy\n');
-      const { items } = await readAll(dir.path('mixed.csv'));
+      const { items } = await readAll(dir.path('mixed.csv'), { anyLineEnd: false });
       expect(summarize(items)).toEqual([
         [1, 2, "line 2: wrong number of fields (expected 2, got 4); the header line ends with CRLF and the lines after it with LF alone, so they read as one record: give the file one kind of line end (e.g. `sed -i 's/\\r$//' file`)"],
       ]);
       // A record with too many fields and no bare LF in it is only that.
       writeFileSync(dir.path('crlf.csv'), 'id,name\r\n1,Ada,x\r\n');
-      expect(summarize((await readAll(dir.path('crlf.csv'))).items)).toEqual([[1, 2, 'line 2: wrong number of fields (expected 2, got 3)']]);
+      expect(summarize((await readAll(dir.path('crlf.csv'), { anyLineEnd: false })).items)).toEqual([[1, 2, 'line 2: wrong number of fields (expected 2, got 3)']]);
     } finally {
       dir.cleanup();
     }

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { Ledger, SCHEMA_VERSION } from '../../src/ledger/index.js';
+import { INPUT_READER, Ledger, SCHEMA_VERSION } from '../../src/ledger/index.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 const identity = { inputSha256: 'a'.repeat(64), mappingSha256: 'b'.repeat(64), environment: 'sandbox', operation: 'quote' } as const;
@@ -54,7 +54,7 @@ describe('ledger', () => {
     expect(ledger.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     // A job begun before version 7 keeps reading its input as it did; one begun now reads run-on quotes again.
     expect(ledger.getJob(job.id)?.input_reader).toBeNull();
-    expect(ledger.createJob({ ...newJob, input_sha256: 'other' }).input_reader).toBe(2);
+    expect(ledger.createJob({ ...newJob, input_sha256: 'other' }).input_reader).toBe(INPUT_READER);
     // Rows written before the index existed are found by the next job's lookup.
     expect(ledger.sentByOtherJob(job.id + 1, newJob.environment, newJob.operation, 'click-1')).toEqual({ job_id: job.id, row_number: 1, state: 'succeeded' });
     ledger.recordRunSample(run.id, { elapsedMs: 2000, ...sample, paceRate: 38.5, inFlightMax: 9 });

@@ -116,7 +116,7 @@ describe('run', () => {
     expect(rowsNow[4]).toMatchObject({ row_number: 5, state: 'invalid' });
     expect(rowsNow[5]?.state).not.toBe('invalid');
     const reader = new Database(tmp.path('now.db'), { readonly: true });
-    expect(reader.prepare('SELECT input_reader FROM jobs').pluck().get()).toBe(2);
+    expect(reader.prepare('SELECT input_reader FROM jobs').pluck().get()).toBe(3);
     reader.close();
 
     // A job begun before: its first run read rows 1-3, then quote-batch was upgraded.
@@ -129,6 +129,30 @@ describe('run', () => {
     expect(rowsBefore).toHaveLength(199);
     expect(rowsBefore[4]).toMatchObject({ row_number: 5, state: 'invalid' });
     expect(rowsBefore[5]?.row_key).toBe(rowsNow[6]?.row_key);
+  });
+
+  it('reads a file whose header ends with CRLF and whose rows end with LF as rows; a job begun before (input_reader 2) keeps reading it the old way', async () => {
+    const [header, ...rows] = readFileSync(SAMPLE_CSV, 'utf8').split('\r\n');
+    const input = tmp.path('mixed.csv');
+    writeFileSync(input, `${header}\r\n${rows.join('\n')}`);
+    const runMixed = (ledger: string, extra: string[] = []) =>
+      runCli(['run', input, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledger, '--quiet', ...extra], { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } });
+    const now = await runMixed(tmp.path('mixed-now.db'));
+    expect(now.code).toBe(1);
+    const ledgerNow = readLedger(tmp.path('mixed-now.db'));
+    expect(ledgerNow.rows).toHaveLength(200);
+    expect(ledgerNow.states.succeeded).toBeGreaterThan(150);
+
+    // A job begun before (input_reader 2): its runs read the file as that version did, with the
+    // header's line end only. Here its first run got rows 1-3 (the resume point is row 3); the next
+    // reads row 3 on to the end as one record, as that version would have, and row 3 is final.
+    expect((await runMixed(tmp.path('mixed-before.db'), ['--limit', '3'])).code).toBe(3);
+    const db = new Database(tmp.path('mixed-before.db'));
+    db.prepare('UPDATE jobs SET input_reader = 2').run();
+    db.close();
+    const before = await runMixed(tmp.path('mixed-before.db'));
+    expect(before.code).toBe(0);
+    expect(readLedger(tmp.path('mixed-before.db')).rows.map((row) => row.row_number)).toEqual([1, 2, 3]);
   });
 
   it('halts on 403 without sending a quote, and never prints the key', async () => {
