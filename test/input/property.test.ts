@@ -268,8 +268,9 @@ describe('resuming at a record (property)', () => {
         fc.boolean(),
         fc.nat(),
         async (content, delimiter, maxRecordBytes, gzip, pick) => {
-          // A good header first, so that most runs have rows to resume at.
-          const withHeader = Buffer.concat([Buffer.from(`id${delimiter}name\n`), content]);
+          // A good header first, so that most runs have rows to resume at; ending with LF or CRLF
+          // (either way LF and CRLF both end records after it).
+          const withHeader = Buffer.concat([Buffer.from(`id${delimiter}name${pick % 2 === 0 ? '\r\n' : '\n'}`), content]);
           const result = await readBoth(withHeader, 'csv', gzip, pick, { delimiter, maxRecordBytes });
           if (result === undefined) return;
           if (result.resumed instanceof QuoteBatchError) {
