@@ -4,6 +4,7 @@
  * (a shared slot, so that a failing row allocates nothing it does not report).
  */
 import { quoteValue } from './_text.js';
+import { usStateCode } from './_us-states.js';
 
 export const FAIL: unique symbol = Symbol('conversion failed');
 /** Why the last conversion returned {@link FAIL}. */
@@ -36,6 +37,9 @@ export const convertDigits: Converter = (text) => {
   const digits = text.replace(/\D+/g, '');
   return digits === '' ? fail(`expected digits, got ${quoteValue(text)}`) : digits;
 };
+
+export const convertUsState: Converter = (text) =>
+  usStateCode(text) ?? fail(`expected a US state, as its 2-letter code or its name, got ${quoteValue(text)}`);
 
 const INTEGER = /^[+-]?(?:\d+|\d{1,3}(?:,\d{3})+)$/;
 export const convertInteger: Converter = (text) => {

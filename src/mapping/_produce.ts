@@ -4,7 +4,7 @@
  * request's type, reported as mistakes of the mapping file rather than as the same error per row.
  */
 import {
-  buildBoolean, buildDate, buildTimestamp, compileZone, convertDecimal, convertDigits, convertInteger, FAIL, failure,
+  buildBoolean, buildDate, buildTimestamp, compileZone, convertDecimal, convertDigits, convertInteger, convertUsState, FAIL, failure,
   FORMAT_TOKENS, type Converter,
 } from './_convert.js';
 import type { z } from 'zod';
@@ -269,6 +269,8 @@ function buildConverter(spec: FieldSpec, zone: string | undefined, pastDate: boo
       return undefined;
     case 'digits':
       return convertDigits;
+    case 'state':
+      return convertUsState;
     case 'integer':
       return convertInteger;
     case 'decimal':

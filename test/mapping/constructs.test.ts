@@ -115,6 +115,18 @@ describe('conversions', () => {
     ]);
   });
 
+  it('state reads a US state as its code or its name, in any case, into the 2-letter code; anything else is an error naming the column', () => {
+    const state = (value: string): MappedRow => mapOne('  application.drivers[0].address.state: { column: st, type: state }', { st: value });
+    for (const [value, code] of [['Texas', 'TX'], ['NEW  YORK', 'NY'], [' district of columbia ', 'DC'], ['Puerto Rico', 'PR'], ['oh', 'OH'], ['WA', 'WA']]) {
+      expect(at(state(value as string).request, 'application.drivers[0].address.state'), value).toBe(code);
+    }
+    expect(state('Texsa').errors.map((e) => formatRowIssue(3, e))).toEqual([
+      'row 3: application.drivers[0].address.state: expected a US state, as its 2-letter code or its name, got "Texsa" (column st)',
+    ]);
+    expect(state('XX').errors).toHaveLength(1);
+    expect(state('__proto__').errors).toHaveLength(1);
+  });
+
   it('integer and decimal', () => {
     const spec = `  application.vehicles[0].usage.annual_mileage: { column: miles, type: integer }
   pricing.lead_price: { column: price, type: decimal }`;

@@ -4,13 +4,14 @@
  * each field matched to a request field by name (`names.ts`) and checked against its values
  * (`values.ts`), conversions and value tables chosen, the YAML written with comments (`render.ts`).
  */
-import { findKnownWord, KNOWN_WORDS } from '../../partner/known-words.js';
 import { ENTITY_LISTS, matchName, type Entity, type Semantic, type Target } from './names.js';
 import { renderDraft, type DraftField, type DraftGroup, type DraftMapping } from './render.js';
 import type { SourceField, SourceGroup, SourceScope } from './sources.js';
 import { replaceMarks, stemEntity } from './groups.js';
 import { shortName } from '../_text.js';
+import { isUsStateName } from '../_us-states.js';
 import { DRAFT_PLACEHOLDER } from '../types.js';
+import { booleanSpec, wordsSpec } from './specs.js';
 import { guessShape, type ValueShape } from './values.js';
 
 export interface DraftInput {
@@ -45,8 +46,6 @@ export interface DraftResult {
 
 /** Placements below this confidence are left to the user (listed as unplaced, with the guess). */
 const MIN_CONFIDENCE = 0.5;
-/** A column with more distinct values than this is not a code list: no value table. */
-const MAX_TABLE_CODES = 30;
 const LETTERS = ['n', 'm', 'k'];
 
 interface Assigned {
@@ -228,6 +227,8 @@ class Drafter {
     const shape = guessShape(field.values);
     const texts = field.values.map((v) => v.trim()).filter((v) => v !== '');
     const plain = (): string | Record<string, unknown> => ('column' in source && Object.keys(source).length === 1 ? ref : source);
+    const upperCased = (): { spec: string | Record<string, unknown>; note: undefined } =>
+      ({ spec: texts.every((v) => v === v.toUpperCase()) ? plain() : { ...source, case: 'upper' }, note: undefined });
     switch (target.semantic) {
       case 'date': {
         // A date written with a time of day reads with the timestamp's format (not iso or epoch, which are timestamp-only).
@@ -255,8 +256,10 @@ class Drafter {
       case 'boolean':
         return booleanSpec(source, shape);
       case 'state':
+        // Names ("Texas") where the request wants codes: type state reads both.
+        return texts.some(isUsStateName) ? { spec: { ...source, type: 'state' }, note: undefined } : upperCased();
       case 'upper':
-        return { spec: texts.every((v) => v === v.toUpperCase()) ? plain() : { ...source, case: 'upper' }, note: undefined };
+        return upperCased();
       case 'email':
         return { spec: texts.every((v) => v === v.toLowerCase()) ? plain() : { ...source, case: 'lower' }, note: undefined };
       case 'ded':
@@ -401,47 +404,6 @@ function chooseKey(assigned: readonly Assigned[], entity: 'driver' | 'vehicle' |
     if (found !== undefined) return found;
   }
   return assigned[0] as Assigned;
-}
-
-function booleanSpec(source: Record<string, unknown>, shape: ValueShape): { spec: Record<string, unknown>; note: string | undefined } {
-  if (shape.type === 'boolean' && shape.trueWords !== undefined && shape.falseWords !== undefined) {
-    return { spec: { ...source, type: 'boolean', true: shape.trueWords, false: shape.falseWords }, note: undefined };
-  }
-  return { spec: { ...source, type: 'boolean' }, note: shape.type === 'boolean' || shape.type === 'empty' ? undefined : 'check: the sample does not read as yes/no' };
-}
-
-/** A value table from the codes seen to the partner's known words (docs/mapping.md, "Known words"). */
-function wordsSpec(source: Record<string, unknown>, plain: () => string | Record<string, unknown>, texts: readonly string[], pattern: string):
-  { spec: string | Record<string, unknown>; note: string | undefined } {
-  const known = KNOWN_WORDS[pattern];
-  const codes = [...new Set(texts)];
-  if (known === undefined || codes.length === 0) return { spec: plain(), note: undefined };
-  const words = new Set(known.map((k) => k.word));
-  if (codes.every((code) => words.has(code))) return { spec: plain(), note: undefined };
-  if (codes.every((code) => words.has(code.toLowerCase()))) return { spec: { ...source, case: 'lower' }, note: undefined };
-  if (codes.length > MAX_TABLE_CODES) return { spec: { ...source, case: 'lower' }, note: `check: ${codes.length} different values, not a code list` };
-  const table: Record<string, string> = {};
-  const unknown: string[] = [];
-  // Codes differing only by case are one code (value tables ignore case): the first spelling seen names it.
-  const spellings = new Map<string, string>();
-  for (const code of codes) if (!spellings.has(code.toLowerCase())) spellings.set(code.toLowerCase(), code);
-  for (const code of [...spellings.values()].sort()) {
-    const word = findKnownWord(pattern, code);
-    if (word === undefined) unknown.push(code);
-    else table[code] = word;
-  }
-  if (Object.keys(table).length === 0) {
-    return { spec: { ...source, case: 'lower' }, note: `decide: none of ${quoteList(unknown)} is a known word (known: ${[...words].join(', ')})` };
-  }
-  if (unknown.length === 0) return { spec: { ...source, map: table }, note: undefined };
-  return {
-    spec: { ...source, map: table, on_miss: 'keep' },
-    note: `decide: ${quoteList(unknown)} matched no known word (known: ${[...words].join(', ')}); sent as is until mapped`,
-  };
-}
-
-function quoteList(values: readonly string[]): string {
-  return values.slice(0, 8).map((v) => JSON.stringify(v)).join(', ') + (values.length > 8 ? ', …' : '');
 }
 
 function describeUniqueness(values: readonly string[]): string {

@@ -55,6 +55,16 @@ describe('the draft\'s conversions, agent and row key', () => {
     expect(fields['application.coverage.vehicle_coverage[0].coll']).toEqual({ template: '{Coll}_ded' });
   });
 
+  it.each([
+    ['state names are read by type state', ['Texas', 'NEW YORK', 'ohio'], { column: 'State', type: 'state' }],
+    ['codes and names mixed, the same', ['TX', 'Florida'], { column: 'State', type: 'state' }],
+    ['codes in capitals stay as they are', ['TX', 'OH'], 'State'],
+    ['codes in lower case are upper-cased', ['tx', 'oh'], { column: 'State', case: 'upper' }],
+  ] as const)('a state column: %s', (_, values, spec) => {
+    const { content } = draftCsv(['FirstName', 'DOB', 'State'], values.map((v, i) => [`Name${i}`, '01/02/1980', v]));
+    expect(fieldsOf(content)['application.drivers[0].address.state']).toEqual(spec);
+  });
+
   it('finds the agent by its repeating e-mail addresses, the row key by name, and lists what it could not place', () => {
     const result = draftCsv(header, rows);
     expect(result.content.agent).toEqual({ email: 'Rep' });
