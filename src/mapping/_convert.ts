@@ -38,6 +38,13 @@ export const convertDigits: Converter = (text) => {
   return digits === '' ? fail(`expected digits, got ${quoteValue(text)}`) : digits;
 };
 
+/** A US phone number: its digits, without the country code 1 of an 11-digit number (`+1 555 010 0100`). */
+export const convertPhone: Converter = (text) => {
+  const digits = text.replace(/\D+/g, '');
+  if (digits === '') return fail(`expected a phone number, got ${quoteValue(text)}`);
+  return digits.length === 11 && digits.startsWith('1') ? digits.slice(1) : digits;
+};
+
 export const convertUsState: Converter = (text) =>
   usStateCode(text) ?? fail(`expected a US state, as its 2-letter code or its name, got ${quoteValue(text)}`);
 
@@ -233,7 +240,21 @@ function compileFixedDate(format: string): ((text: string) => string | undefined
 }
 
 /** `type: date`: text in `format` → `YYYY-MM-DD`; `past` as in {@link compileFormat}. */
+/** An ISO 8601 time of day after a date (`T00:00:00Z`, ` 13:57:14.123+02:00`), as JSON serialisers write dates. */
+const ISO_TIME_OF_DAY = /^[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?$/;
+
 export function buildDate(format: string, past?: () => string): Converter {
+  const date = buildDateOnly(format, past);
+  if (format !== 'iso') return date;
+  // `iso`: a date, or a date with its time of day (1985-04-12T00:00:00Z): the date as written is kept.
+  return (text) => {
+    if (text.length <= 10 || !ISO_TIME_OF_DAY.test(text.slice(10))) return date(text);
+    const value = date(text.slice(0, 10));
+    return value === FAIL ? fail(`expected a date as YYYY-MM-DD (a time of day may follow), got ${quoteValue(text)}`) : value;
+  };
+}
+
+function buildDateOnly(format: string, past?: () => string): Converter {
   const parse = compileFormat(format, past);
   const expected = `expected a date as ${format === 'iso' ? 'YYYY-MM-DD' : format}`;
   const fixed = compileFixedDate(format);

@@ -37,7 +37,7 @@ describe('quote-batch init', () => {
     ]);
     expect(content.groups[0]?.groups?.[0]?.key).toBe('D{n}_Inc{m}_Type');
     expect(init.stdout).toContain('compliance.consent_timestamp: { column: Submitted, type: timestamp, format: MM/DD/YYYY hh:mm A, zone: UTC }');
-    expect(init.stdout).toContain('contact_info.phone: { column: "D{n}_Phone", type: digits }');
+    expect(init.stdout).toContain('contact_info.phone: { column: "D{n}_Phone", type: phone }');
   });
 
   it('the channel id left as CHANGE-ME: check lists it, run sends it to the sandbox only (a real environment: exit 2, nothing sent)', async () => {

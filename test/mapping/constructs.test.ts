@@ -127,6 +127,29 @@ describe('conversions', () => {
     expect(state('__proto__').errors).toHaveLength(1);
   });
 
+  it('phone keeps the digits of a US number, without the country code 1 of an 11-digit one', () => {
+    const phone = (value: string): MappedRow => mapOne('  application.drivers[0].contact_info.phone: { column: p, type: phone }', { p: value });
+    for (const [value, digits] of [['+1 (212) 555-0123', '2125550123'], ['1-212-555-0123', '2125550123'], ['212.555.0123', '2125550123']]) {
+      expect(at(phone(value as string).request, 'application.drivers[0].contact_info.phone'), value).toBe(digits);
+    }
+    // Not a 10-digit number once the code is off: the request's own check names it.
+    expect(phone('44 20 7946 0958').errors.map((e) => formatRowIssue(2, e))).toEqual([
+      'row 2: application.drivers[0].contact_info.phone: expected 10 digits, got "442079460958" (column p)',
+    ]);
+    expect(phone('n/a').errors.map((e) => formatRowIssue(2, e))).toEqual(['row 2: application.drivers[0].contact_info.phone: expected a phone number, got "n/a" (column p)']);
+  });
+
+  it('a date in format iso may carry its time of day (as JSON serialisers write dates): the date as written is kept', () => {
+    const dob = (value: string): MappedRow => mapOne('  application.effective_date: { column: d, type: date, format: iso }', { d: value });
+    for (const value of ['1985-04-12', '1985-04-12T00:00:00Z', '1985-04-12T23:30:00.000-05:00', '1985-04-12 00:00:00']) {
+      expect(at(dob(value).request, 'application.effective_date'), value).toBe('1985-04-12');
+    }
+    expect(dob('1985-02-30T00:00:00Z').errors.map((e) => formatRowIssue(4, e))).toEqual([
+      'row 4: application.effective_date: expected a date as YYYY-MM-DD (a time of day may follow), got "1985-02-30T00:00:00Z" (column d)',
+    ]);
+    expect(dob('1985-04-12Tnoon').errors).toHaveLength(1);
+  });
+
   it('integer and decimal', () => {
     const spec = `  application.vehicles[0].usage.annual_mileage: { column: miles, type: integer }
   pricing.lead_price: { column: price, type: decimal }`;

@@ -231,10 +231,12 @@ class Drafter {
       ({ spec: texts.every((v) => v === v.toUpperCase()) ? plain() : { ...source, case: 'upper' }, note: undefined });
     switch (target.semantic) {
       case 'date': {
-        // A date written with a time of day reads with the timestamp's format (not iso or epoch, which are timestamp-only).
+        // A date written with a time of day reads with the timestamp's format (epoch is timestamp-only;
+        // iso reads a date with its time of day and keeps the date as written).
         const format = shape.type === 'date' ? shape.format
-          : shape.type === 'timestamp' && !['iso', 'epoch', 'epoch_ms'].includes(shape.format) ? shape.format : undefined;
+          : shape.type === 'timestamp' && !['epoch', 'epoch_ms'].includes(shape.format) ? shape.format : undefined;
         const note = format === undefined ? 'check: no date in the sample to read a format from'
+          : shape.type === 'timestamp' && format === 'iso' ? 'check: the sample holds times of day; the date as written is kept (1985-04-12T23:00:00Z gives 1985-04-12)'
           : shape.type === 'date' && shape.ambiguous ? 'check: month or day first? the sample fits both'
             : shape.type === 'date' && shape.outliers > 0 ? `check: ${shape.outliers} of the sample's values do not read as ${format}` : undefined;
         return { spec: { ...source, type: 'date', format: format ?? 'MM/DD/YYYY' }, note };
@@ -246,7 +248,7 @@ class Drafter {
         return { spec, note: withOffset ? undefined : 'decide: the time zone of these times (the file does not say; UTC is assumed)' };
       }
       case 'phone':
-        return { spec: { ...source, type: 'digits' }, note: undefined };
+        return { spec: { ...source, type: 'phone' }, note: undefined };
       case 'digits':
         return { spec: { ...source, type: 'digits' }, note: undefined };
       case 'integer':

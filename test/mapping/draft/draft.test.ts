@@ -46,13 +46,19 @@ describe('the draft\'s conversions, agent and row key', () => {
   it('picks conversions from the values', () => {
     const { content, yaml } = draftCsv(header, rows);
     const fields = fieldsOf(content);
-    expect(fields['application.drivers[0].contact_info.phone']).toEqual({ column: 'Phone', type: 'digits' });
+    expect(fields['application.drivers[0].contact_info.phone']).toEqual({ column: 'Phone', type: 'phone' });
     expect(fields['application.drivers[0].dob']).toEqual({ column: 'DOB', type: 'date', format: 'MM/DD/YYYY' });
     expect(fields['compliance.consent_timestamp']).toEqual({ column: 'Created', type: 'timestamp', format: 'YYYY-MM-DD HH:mm:ss', zone: 'UTC' });
     expect(yaml).toMatch(/zone: UTC \} # decide: the time zone/);
     expect(fields['compliance.tcpa_consent']).toEqual({ column: 'TCPA', type: 'boolean' });
     expect(fields['application.vehicles[0].year']).toEqual({ column: 'Year', type: 'integer' });
     expect(fields['application.coverage.vehicle_coverage[0].coll']).toEqual({ template: '{Coll}_ded' });
+  });
+
+  it('a date of birth written as an ISO timestamp (a JSON serialiser\'s midnight) is drafted as an iso date, and maps to the date as written', () => {
+    const { content, yaml } = draftCsv(['FirstName', 'DOB'], [['Ann', '1985-04-12T00:00:00Z'], ['Bo', '1979-11-30T00:00:00.000Z']]);
+    expect(fieldsOf(content)['application.drivers[0].dob']).toEqual({ column: 'DOB', type: 'date', format: 'iso' });
+    expect(yaml).toMatch(/check: the sample holds times of day; the date as written is kept/);
   });
 
   it.each([
