@@ -15,7 +15,7 @@ const SLICE_BYTES = 64 * 1024;
 /** csv-parse holds back at most a few bytes (delimiter look-ahead); no record can end further back. */
 const LOOKAHEAD_MARGIN = 1024;
 const EMPTY = Buffer.alloc(0);
-/** The record delimiters of a file read with `anyLineEnd` whose header ends with LF or CRLF. */
+/** The record delimiters of a file read with `anyLineEnd` whose header ends with LF or CRLF (the only case of more than one). */
 const ANY_LINE_END: readonly string[] = ['\r\n', '\n'];
 
 /**
@@ -303,7 +303,7 @@ export class CsvDecoder implements Decoder {
    */
   #recordStart(blank: number): number {
     if (blank === 0) return this.#prevEnd;
-    if (this.#recordDelimiter?.length === ANY_LINE_END.length) {
+    if (this.#recordDelimiter !== undefined && this.#recordDelimiter.length > 1) {
       // Blank lines of either kind (LF, CRLF): after the last of their breaks. Should the line index
       // have forgotten it (thousands of blank lines), the first blank line's start: still a line start,
       // where a read resumed gives the same record.
