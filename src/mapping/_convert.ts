@@ -45,6 +45,20 @@ export const convertPhone: Converter = (text) => {
   return digits.length === 11 && digits.startsWith('1') ? digits.slice(1) : digits;
 };
 
+/**
+ * A US ZIP code as a spreadsheet may have left it: its leading zeros lost (`2134` for 02134, `501`
+ * for 00501) or ZIP+4 run together (`021341234`). Gives `02134` or `02134-1234`.
+ */
+export const convertZip: Converter = (text) => {
+  const digits = /^[\d -]+$/.test(text) ? text.replace(/[ -]/g, '') : '';
+  if (digits.length >= 3 && digits.length <= 5) return digits.padStart(5, '0');
+  if (digits.length >= 7 && digits.length <= 9) {
+    const full = digits.padStart(9, '0');
+    return `${full.slice(0, 5)}-${full.slice(5)}`;
+  }
+  return fail(`expected a ZIP code (5 digits, or ZIP+4), got ${quoteValue(text)}`);
+};
+
 export const convertUsState: Converter = (text) =>
   usStateCode(text) ?? fail(`expected a US state, as its 2-letter code or its name, got ${quoteValue(text)}`);
 

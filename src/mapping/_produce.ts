@@ -4,7 +4,7 @@
  * request's type, reported as mistakes of the mapping file rather than as the same error per row.
  */
 import {
-  buildBoolean, buildDate, buildTimestamp, compileZone, convertDecimal, convertDigits, convertInteger, convertPhone, convertUsState, FAIL, failure,
+  buildBoolean, buildDate, buildTimestamp, compileZone, convertDecimal, convertDigits, convertInteger, convertPhone, convertUsState, convertZip, FAIL, failure,
   FORMAT_TOKENS, type Converter,
 } from './_convert.js';
 import type { z } from 'zod';
@@ -273,6 +273,8 @@ function buildConverter(spec: FieldSpec, zone: string | undefined, pastDate: boo
       return convertUsState;
     case 'phone':
       return convertPhone;
+    case 'zip':
+      return convertZip;
     case 'integer':
       return convertInteger;
     case 'decimal':

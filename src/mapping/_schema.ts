@@ -9,7 +9,7 @@ import { z } from 'zod';
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
 /** Conversions a field can apply to its source value (see docs/mapping.md, "Conversions"). */
-export const CONVERSION_TYPES = ['string', 'digits', 'integer', 'decimal', 'boolean', 'date', 'timestamp', 'state', 'phone'] as const;
+export const CONVERSION_TYPES = ['string', 'digits', 'integer', 'decimal', 'boolean', 'date', 'timestamp', 'state', 'phone', 'zip'] as const;
 export type ConversionType = (typeof CONVERSION_TYPES)[number];
 
 export const ON_MISS = ['error', 'keep', 'default', 'omit'] as const;

@@ -139,6 +139,15 @@ describe('conversions', () => {
     expect(phone('n/a').errors.map((e) => formatRowIssue(2, e))).toEqual(['row 2: application.drivers[0].contact_info.phone: expected a phone number, got "n/a" (column p)']);
   });
 
+  it('zip gives back the leading zeros a spreadsheet dropped, and the hyphen of a ZIP+4', () => {
+    const zip = (value: string): MappedRow => mapOne('  application.drivers[0].address.zip: { column: z, type: zip }', { z: value });
+    for (const [value, expected] of [['02134', '02134'], ['2134', '02134'], ['501', '00501'], ['021341234', '02134-1234'], ['2134-1234', '02134-1234'], ['43219-0001', '43219-0001']]) {
+      expect(at(zip(value as string).request, 'application.drivers[0].address.zip'), value).toBe(expected);
+    }
+    for (const value of ['12', '123456', 'K1A 0B1', '2134.0']) expect(zip(value).errors, value).toHaveLength(1);
+    expect(zip('12').errors.map((e) => formatRowIssue(5, e))).toEqual(['row 5: application.drivers[0].address.zip: expected a ZIP code (5 digits, or ZIP+4), got "12" (column z)']);
+  });
+
   it('a date in format iso may carry its time of day (as JSON serialisers write dates): the date as written is kept', () => {
     const dob = (value: string): MappedRow => mapOne('  application.effective_date: { column: d, type: date, format: iso }', { d: value });
     for (const value of ['1985-04-12', '1985-04-12T00:00:00Z', '1985-04-12T23:30:00.000-05:00', '1985-04-12 00:00:00']) {

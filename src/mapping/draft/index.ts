@@ -249,6 +249,9 @@ class Drafter {
       }
       case 'phone':
         return { spec: { ...source, type: 'phone' }, note: undefined };
+      case 'zip':
+        // Only when the sample needs it: zeros a spreadsheet dropped (2134), numbers, ZIP+4 run together.
+        return { spec: texts.every((v) => /^\d{5}(-\d{4})?$/.test(v)) && field.numbers !== true ? plain() : { ...source, type: 'zip' }, note: undefined };
       case 'digits':
         return { spec: { ...source, type: 'digits' }, note: undefined };
       case 'integer':
@@ -389,6 +392,7 @@ function fits(semantic: Semantic, shape: ValueShape): number {
     case 'text':
     case 'words':
     case 'state':
+    case 'zip':
       return shape.type === 'date' || shape.type === 'timestamp' || shape.type === 'email' ? 0.5 : 1;
     default:
       return 1;

@@ -9,7 +9,7 @@ export type Entity = 'lead' | 'driver' | 'vehicle' | 'vehicle_coverage' | 'incid
 
 /** How a value is written in the request, beyond its JSON type: decides the draft's conversion. */
 export type Semantic =
-  | 'text' | 'date' | 'timestamp' | 'phone' | 'state' | 'email' | 'upper' | 'digits' | 'ded' | 'per_person'
+  | 'text' | 'date' | 'timestamp' | 'phone' | 'state' | 'zip' | 'email' | 'upper' | 'digits' | 'ded' | 'per_person'
   | 'integer' | 'decimal' | 'boolean' | 'words';
 
 export interface Target {
@@ -95,7 +95,7 @@ export const TARGETS: readonly Target[] = [
   t('driver', 'address.address_line_2', 'text', 'address_line_2', 'address_2', 'address2', 'addr2', 'addr_2', 'apt', 'unit', 'suite', 'line2', 'address_line2'),
   t('driver', 'address.city', 'text', 'city', 'town'),
   t('driver', 'address.state', 'state', 'state', 'st', 'state_code', 'province', 'region'),
-  t('driver', 'address.zip', 'text', 'zip', 'zip_code', 'zipcode', 'postal_code', 'postcode', 'zip5', 'postal'),
+  t('driver', 'address.zip', 'zip', 'zip', 'zip_code', 'zipcode', 'postal_code', 'postcode', 'zip5', 'postal'),
   t('driver', 'address.country', 'text', 'country', 'country_code'),
   t('driver', 'residence.type', 'words', 'residence_type', 'residence', 'home_type', 'dwelling', 'dwelling_type', 'home_ownership', 'own_rent', 'housing', 'home_owner'),
   t('driver', 'residence.length_in_months', 'integer', 'residence_months', 'months_at_residence', 'months_at_address', 'residence_length', 'time_at_address_months'),

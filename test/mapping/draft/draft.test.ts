@@ -136,14 +136,15 @@ describe('NDJSON', () => {
     expect(content.groups[1]).toMatchObject({ target: 'application.vehicles', each: 'vehicles', key: 'vin', fields: { year: { column: 'year', type: 'integer' } } });
   });
 
-  it('a text field the file holds as JSON numbers (a ZIP) is drafted with type: digits, and the draft maps it', () => {
-    const records = [{ id: 'L-1', contact: { zip: 78701 } }, { id: 'L-2', contact: { zip: 33655 } }];
+  it('a text field the file holds as JSON numbers is drafted with type: digits; a ZIP with type: zip, which gives back its lost leading 0', () => {
+    const records = [{ id: 'L-1', contact: { zip: 2134 }, license_number: 12345678 }, { id: 'L-2', contact: { zip: 33655 }, license_number: 87654321 }];
     const result = draftMapping({ fileName: 'leads.ndjson', format: 'ndjson', columns: null, ...collectSample(null, records) });
     const content = parse(result.yaml) as { fields: Record<string, unknown> };
-    expect(content.fields['application.drivers[0].address.zip']).toEqual({ path: 'contact.zip', type: 'digits' });
+    expect(content.fields['application.drivers[0].address.zip']).toEqual({ path: 'contact.zip', type: 'zip' });
+    expect(content.fields['application.drivers[0].driver_license.id']).toEqual({ column: 'license_number', type: 'digits' });
     expect(result.yaml).toMatch(/# check: the file holds these as numbers, so a leading 0 \(a ZIP such as 02134\) is already lost/);
     const mapped = compileMapping(result.yaml, 'draft.yaml').mapRow(records[0] as Record<string, unknown>, 1);
     expect(mapped.errors.filter((e) => e.path.includes('zip'))).toEqual([]);
-    expect(JSON.stringify(mapped.request)).toContain('"zip":"78701"');
+    expect(JSON.stringify(mapped.request)).toContain('"zip":"02134"');
   });
 });
