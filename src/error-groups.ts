@@ -26,6 +26,8 @@ export interface ErrorKind {
   subject: string;
   /** Source columns (or NDJSON fields) named by the message, in the order seen. */
   columns: string[];
+  /** What the message called them: `field` for an NDJSON input's paths, else `column`. */
+  sourceWord?: 'column' | 'field';
   /** The state codes the subject shows as `XX` (the partner's `State AK is not supported.`), in the order seen; at most 8, then `…`. */
   states: string[];
 }
@@ -42,7 +44,7 @@ const ROW_PREFIX = /^row \d+: /;
 /** `line 12: ` at the start of a reader's message. */
 const LINE_PREFIX = /^(?:line|lines) \d+(?:[-–]\d+)?: /;
 /** ` (column driver2_dob)`, ` (columns a, b)`, ` (field x.y)` at the end of a formatted issue. */
-const COLUMNS_SUFFIX = / \((?:column|columns|field|fields) ([^()]*)\)$/;
+const COLUMNS_SUFFIX = / \((column|field)s? ([^()]*)\)$/;
 const INDEX = /\[\d+\]/g;
 
 // Value-like parts of a message, replaced by a placeholder (order matters: the wider ones first).
@@ -106,9 +108,11 @@ export function errorKindOf(input: ErrorKindInput): ErrorKind {
     if (next > 0) text = text.slice(0, next);
   }
   const columns: string[] = [];
+  let sourceWord: 'column' | 'field' | undefined;
   const suffix = COLUMNS_SUFFIX.exec(text);
   if (suffix !== null && ROW_PREFIX.test(text)) {
-    for (const column of (suffix[1] ?? '').split(', ')) if (column !== '' && !columns.includes(column)) columns.push(column);
+    for (const column of (suffix[2] ?? '').split(', ')) if (column !== '' && !columns.includes(column)) columns.push(column);
+    sourceWord = suffix[1] === 'field' ? 'field' : 'column';
     text = text.slice(0, suffix.index);
   }
   let subject: string;
@@ -125,7 +129,7 @@ export function errorKindOf(input: ErrorKindInput): ErrorKind {
     if (subject.includes(' XX')) states = [...new Set(Array.from(text.matchAll(STATE_CODE), (m) => m[2] as string))];
   }
   if (subject === '') subject = code ?? input.state;
-  return { key: `${input.state}\u0000${code ?? ''}\u0000${subject}`, state: input.state, code, subject, columns, states };
+  return { key: `${input.state}\u0000${code ?? ''}\u0000${subject}`, state: input.state, code, subject, columns, states, ...(sourceWord === 'field' ? { sourceWord } : {}) };
 }
 
 /** Subject of the group that gathers a state's failures once {@link ErrorGroups} holds `maxKinds` kinds. */
@@ -190,7 +194,8 @@ export class ErrorGroups {
  * repeats the state or the subject.
  */
 export function describeErrorKind(kind: ErrorKind): string {
-  const columns = kind.columns.length === 0 ? '' : ` (${kind.columns.length === 1 ? 'column' : 'columns'} ${kind.columns.join(', ')})`;
+  const word = kind.sourceWord ?? 'column';
+  const columns = kind.columns.length === 0 ? '' : ` (${word}${kind.columns.length === 1 ? '' : 's'} ${kind.columns.join(', ')})`;
   const states = kind.states.length === 0 ? '' : ` (${kind.states.length === 1 ? 'state' : 'states'} ${kind.states.join(', ')})`;
   const head = kind.code === null || kind.subject === kind.code || kind.code === kind.state ? kind.state : `${kind.state} · ${kind.code}`;
   return `${head} · ${kind.subject}${columns}${states}`;

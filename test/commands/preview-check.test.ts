@@ -111,7 +111,7 @@ describe('quote-batch check', () => {
     };
     expect(summary.errorGroups).toHaveLength(9);
     expect(summary.errorGroups.every((g) => g.count === 1 && g.rows.length === 1 && g.key === undefined)).toBe(true);
-    expect(summary.errorGroups.map((g) => g.description)).toContain('invalid · mapping_error · application.drivers[].dob: expected a date as MM/DD/YYYY (column drivers[1].dob)');
+    expect(summary.errorGroups.map((g) => g.description)).toContain('invalid · mapping_error · application.drivers[].dob: expected a date as MM/DD/YYYY (field drivers[1].dob)');
     expect(summary.repeatedKeys).toEqual([expect.objectContaining({ row: 160, firstRow: 12 }), expect.objectContaining({ row: 175, firstRow: 40 })]);
     expect(summary.coverage.unread).toEqual([]);
     expect(summary.coverage.unfilled).toContainEqual({ path: 'tracking.campaign_name', mapped: true, required: false });

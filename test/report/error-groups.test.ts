@@ -40,6 +40,16 @@ describe('errorKindOf', () => {
     expect(a.subject).not.toMatch(/17|90|1990/);
   });
 
+  it('names the sources as the message did: an NDJSON input\'s fields are fields, not columns', () => {
+    const one = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 2: application.drivers[0].marital_status: expected string, got true (field person.married)' });
+    expect(one.columns).toEqual(['person.married']);
+    expect(describeErrorKind(one)).toBe('invalid · mapping_error · application.drivers[].marital_status: expected string (field person.married)');
+    const two = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 3: application.vehicles: required array, got nothing (fields cars[].vin, cars[].year)' });
+    expect(describeErrorKind(two)).toBe('invalid · mapping_error · application.vehicles: required array (fields cars[].vin, cars[].year)');
+    const csv = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 17: application.drivers[1].dob: expected YYYY-MM-DD, got "x" (column driver2_dob)' });
+    expect(describeErrorKind(csv)).toBe('invalid · mapping_error · application.drivers[].dob: expected YYYY-MM-DD (column driver2_dob)');
+  });
+
   it("keeps a mapping message's own limits and takes its quoted values out", () => {
     const vin = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 64: application.vehicles[0].vin: expected a 17-character VIN, got "W7BZMG009HPEN4JT" (column vehicle1_vin)' });
     expect(vin.subject).toBe('application.vehicles[].vin: expected a 17-character VIN');
