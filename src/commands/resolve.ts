@@ -67,7 +67,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         // Rows other jobs recorded duplicate on the word of rows now pending: their lead was never sent.
         const others = [
           ...result.reopened.map(({ jobId: other, rows: r }) =>
-            `job ${other}: ${r.length} row(s) recorded duplicate because of these rows are pending again (rows ${formatRowList(r)}): the next run of job ${other}'s file sends their leads, unless a run of job ${jobId} sends them first`),
+            `job ${other}: ${r.length} row(s) that it had recorded duplicate because of these rows are pending again (rows ${formatRowList(r)}): the next run of job ${other}'s file sends their leads, unless a run of job ${jobId} sends them first`),
           ...result.notReopened.map(({ jobId: other, rows: r }) =>
             `job ${other} is being run by another process: its ${r.length} row(s) recorded duplicate because of these rows (rows ${formatRowList(r)}) stay so, though their leads were never sent; once it ends, send them with \`${commandFor('export', { ledger: ledgerPath, job: other }, '--status duplicate --format source')}\` (keep those rows) and --resend-sent`),
         ];

@@ -112,8 +112,20 @@ const MAX_REOPEN_HOPS = 64;
  */
 function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[], at: string): Pick<ResolveResult, 'reopened' | 'notReopened'> {
   const { db } = ledger;
+  // In row order: of a job's rows that share a key, the first is reopened, the others repeat it.
   const dependentsOf = db.prepare(
-    `SELECT job_id, row_number FROM rows WHERE sent_by_job = ? AND sent_by_row = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'`,
+    `SELECT job_id, row_number FROM rows WHERE sent_by_job = ? AND sent_by_row = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'
+     ORDER BY job_id, row_number`,
+  );
+  // A row of the job before it with the same key that counts (as the run's duplicate check counts rows).
+  const earlierWithKey = db.prepare(
+    `SELECT r2.row_number FROM rows r1 JOIN rows r2 ON r2.job_id = r1.job_id AND r2.row_key = r1.row_key
+      WHERE r1.job_id = ? AND r1.row_number = ? AND r2.row_number < r1.row_number AND r2.state NOT IN ('duplicate', 'invalid')
+      ORDER BY r2.row_number LIMIT 1`,
+  ).pluck();
+  const repeatsEarlier = db.prepare(
+    `UPDATE rows SET error_code = 'duplicate_row_key', error_message = 'row key "' || row_key || '" already appeared earlier in this job',
+       sent_by_job = NULL, sent_by_row = NULL, updated_at = ? WHERE job_id = ? AND row_number = ?`,
   );
   const reopen = db.prepare(
     `UPDATE rows SET state = 'pending', error_code = NULL, error_message = NULL, sent_by_job = NULL, sent_by_row = NULL, updated_at = ?
@@ -136,6 +148,12 @@ function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[]
           if (!locked.has(dep.job_id) && !busy.has(dep.job_id)) (ledger.tryLockJob(dep.job_id) ? locked : busy).add(dep.job_id);
           if (busy.has(dep.job_id)) {
             push(notReopened, dep.job_id, dep.row_number);
+            continue;
+          }
+          if (earlierWithKey.get(dep.job_id, dep.row_number) !== undefined) {
+            // Its key appeared earlier in its own job, in a row that is (now) to be sent: it stays a
+            // duplicate, of that row. Reopened, both would be sent: the lead twice.
+            repeatsEarlier.run(at, dep.job_id, dep.row_number);
             continue;
           }
           reopen.run(at, dep.job_id, dep.row_number);

@@ -37,6 +37,26 @@ function errorOf(fn: () => unknown): { code: string; message: string } | undefin
 describe('resolve', () => {
   const tmp = useTempDir();
 
+  it('resolved pending, a row reopens only the first of the rows of another job that share its key: the others repeat it (else the lead is sent twice)', () => {
+    const ledger = Ledger.open(tmp.path('l.db'));
+    const one = makeJob(ledger, ['in_doubt'], 'a');
+    // Job 2's rows 1 and 3 carry job 1's lead (key k1), both recorded duplicate on job 1's word.
+    const two = ledger.createJob({ ...newJob, input_sha256: 'e'.repeat(64) }).id;
+    ledger.insertRows(two, [1, 2, 3].map((n) => ({ rowNumber: n, rowKey: n === 2 ? 'other' : 'k1', agentEmail: null, state: 'pending' as const })));
+    ledger.unlockJob(two);
+    const dup = { state: 'duplicate' as const, attempts: 0, errorCode: 'sent_by_other_job', errorMessage: 'sent before', sentBy: { job_id: one, row_number: 1 } };
+    ledger.recordOutcome(two, 1, 1, dup, []);
+    ledger.recordOutcome(two, 1, 3, dup, []);
+    const result = resolveInDoubt(ledger, { jobId: one, rows: [1], to: 'pending', note: null });
+    expect(result).toMatchObject({ reopened: [{ jobId: two, rows: [1] }], notReopened: [] });
+    expect(ledger.db.prepare('SELECT row_number, state, error_code, error_message, sent_by_job FROM rows WHERE job_id = ? ORDER BY row_number').all(two)).toEqual([
+      { row_number: 1, state: 'pending', error_code: null, error_message: null, sent_by_job: null },
+      { row_number: 2, state: 'pending', error_code: null, error_message: null, sent_by_job: null },
+      { row_number: 3, state: 'duplicate', error_code: 'duplicate_row_key', error_message: 'row key "k1" already appeared earlier in this job', sent_by_job: null },
+    ]);
+    ledger.close();
+  });
+
   it('resolved pending, a row reopens the rows other jobs recorded duplicate on its word (and on theirs), in jobs not running now', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const one = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt'], 'a');

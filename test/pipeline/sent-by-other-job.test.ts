@@ -147,7 +147,7 @@ describe('rows another job already sent', () => {
     const resolved = await runCli(['resolve', '--ledger', tmp.path('l.db'), '--job', '1', '--rows', '1,2', '--as', 'pending', '--note', 'partner: not received'], { cwd: tmp.dir });
     expect(resolved.code, resolved.stderr).toBe(0);
     // Job 2 recorded rows 1 and 2 duplicate on those rows' word: they are pending again there too.
-    expect(resolved.stdout).toContain("\njob 2: 2 row(s) recorded duplicate because of these rows are pending again (rows 1-2): the next run of job 2's file sends their leads, unless a run of job 1 sends them first\n");
+    expect(resolved.stdout).toContain("\njob 2: 2 row(s) that it had recorded duplicate because of these rows are pending again (rows 1-2): the next run of job 2's file sends their leads, unless a run of job 1 sends them first\n");
     expect(readLedger(tmp.path('l.db'), 2).rows.filter((r) => r.row_number <= 3).map((r) => r.state)).toEqual(['pending', 'pending', 'duplicate']);
     expect(db.prepare(`SELECT row_number, from_state, to_state FROM resolutions WHERE job_id = 2 ORDER BY row_number`).all())
       .toEqual([1, 2].map((n) => ({ row_number: n, from_state: 'duplicate', to_state: 'pending' })));
