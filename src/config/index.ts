@@ -7,6 +7,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
+import { parseDuration } from '../duration.js';
 import { QuoteBatchError } from '../errors.js';
 import { assertSafeBaseUrl } from '../partner/base-url.js';
 import type { Environment, Operation } from '../partner/types.js';
@@ -24,6 +25,18 @@ export const SANDBOX_DEFAULT_KEY = 'sandbox-key';
 const positiveInt = z.number().int().positive();
 
 /** The config file as the user writes it. Every member is optional. */
+/**
+ * A duration as the flags take it (`90s`, `10m`, `2h`, or a number of seconds), of at least `minMs`:
+ * checked with the file, so that a bad one is named with its key and line like any other value.
+ */
+function duration(minMs: number) {
+  const ms = (value: string | number): number | undefined => (typeof value === 'number' ? parseDuration(String(value)) : parseDuration(value));
+  return z.union([z.string(), z.number()]).refine((value) => {
+    const n = ms(value);
+    return n !== undefined && n >= minMs;
+  }, { error: minMs > 0 ? 'expected a duration more than 0, such as 90s, 10m, 2h or a number of seconds' : 'expected a duration such as 90s, 10m, 2h or a number of seconds (0: none)' });
+}
+
 export const ConfigFile = z.strictObject({
   /** Base URLs per environment (`sandbox` may point at an external sandbox). */
   environments: z
@@ -46,9 +59,9 @@ export const ConfigFile = z.strictObject({
       'store-requests': z.enum(STORE_REQUESTS).optional(),
       'max-consecutive-failures': positiveInt.optional(),
       /** Durations: `90s`, `10m`, `2h`, or a number of seconds. */
-      'max-outage': z.union([z.string(), z.number().nonnegative()]).optional(),
-      'max-retry-after': z.union([z.string(), z.number().nonnegative()]).optional(),
-      'max-runtime': z.union([z.string(), z.number().nonnegative()]).optional(),
+      'max-outage': duration(0).optional(),
+      'max-retry-after': duration(0).optional(),
+      'max-runtime': duration(1).optional(),
       adaptive: z.boolean().optional(),
       'resend-in-doubt': z.boolean().optional(),
       'retry-failed': z.boolean().optional(),

@@ -75,9 +75,19 @@ describe('errors a user can cause', () => {
     ['a value not allowed', 'defaults:\n  env: staging\n', /config\.yaml:2:8: defaults\.env: not allowed \(expected one of sandbox, uat, production, got "staging"\)$/, /Configuration/],
     ['an unknown key', 'defaults:\n  env: sandbox\n  concurency: 4\n', /config\.yaml:3:3: defaults\.concurency: unknown key \(expected one of env, ledger, .*concurrency.*, got "concurency"\)$/, /flag names are written as on the command line/],
     ['broken YAML', 'defaults:\n  env: [sandbox\n', /config\.yaml:\d+:\d+: YAML: /, /indentation and quoting/],
+    // Durations were checked only as the run started, and a bad one ended it with exit 2 and no word.
+    ['a duration that is none', 'defaults:\n  env: sandbox\n  max-outage: 10 minutes\n', /config\.yaml:3:15: defaults\.max-outage: expected a duration such as 90s, 10m, 2h or a number of seconds \(0: none\) \(got "10 minutes"\)$/, /Configuration/],
+    ['a run time of 0', 'defaults:\n  env: sandbox\n  max-runtime: 0\n', /config\.yaml:3:16: defaults\.max-runtime: expected a duration more than 0, .* \(got 0\)$/, /Configuration/],
   ])('a bad config file: %s names the file, line, key and value', async (_name, yaml, message, hint) => {
     writeFileSync(tmp.path('config.yaml'), yaml);
     expectOneLineAndHint(await run(['--config', tmp.path('config.yaml')]), message, hint);
+  });
+
+  it('a config file may set max-outage and max-retry-after to 0, as the flags may', async () => {
+    writeFileSync(tmp.path('config.yaml'), 'defaults:\n  env: sandbox\n  max-outage: 0\n  max-retry-after: 0\n');
+    const result = await run(['--config', tmp.path('config.yaml'), '--limit', '3', '--quiet']);
+    expect(result.stderr).not.toMatch(/error/);
+    expect(result.code).toBe(3); // --limit: the job is not complete
   });
 
   it('a missing --config file', async () => {
