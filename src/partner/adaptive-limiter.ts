@@ -241,6 +241,9 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
       case 'ok':
         this.#accepted.add(sentAt);
         this.#recordOutcome(0);
+        // A validation's few milliseconds would be the latency baseline, and every quote's hundreds
+        // queueing: the window cut round after round (6× slower against a partner with no limit).
+        if (sample.timed === false) return;
         event = { type: 'ok', latencyMs: sample.latencyMs, sentAt, inFlightAtSend, paceLimited: now - this.#lastPaceHoldAt < PACE_LIMITED_MS };
         break;
       case 'throttled': {

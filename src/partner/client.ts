@@ -266,7 +266,7 @@ class GotPartnerClient implements PartnerClient {
       slot.sent();
       const { raw, parsed, cls, record } = await this.#attempt(kind, payload);
       last = { raw, cls, parsed };
-      slot.release({ latencyMs: record.durationMs, signal: limiterSignal(cls) });
+      slot.release({ latencyMs: record.durationMs, signal: limiterSignal(cls), timed: kind !== 'agent_validate' });
       this.#feedBreaker(kind, breaker, permit, cls);
       attempts.push(record);
       options.onAttempt?.(record);

@@ -21,6 +21,12 @@ export interface AttemptSample {
    * - `dropped`: nothing was learned (the slot was given back unused).
    */
   signal: 'ok' | 'throttled' | 'error' | 'dropped';
+  /**
+   * False when the latency says nothing of the partner's queue for quotes and leads: an agent
+   * validation is a light look-up, answered in a few ms where a quote takes hundreds. Its `ok` still
+   * counts as an answer; its latency is not measured against the quotes' (default true).
+   */
+  timed?: boolean;
 }
 
 /**

@@ -112,6 +112,24 @@ describe('AdaptiveLimiter', () => {
     expect(limiter.limit).toBeCloseTo(5.5 * WINDOW_RULES.throttleBackoff, 9);
   });
 
+  it('does not measure quotes against agent validations\' few milliseconds (timed: false): quotes at 200 ms are no queue', async () => {
+    const lowestWindow = async (validationsTimed: boolean): Promise<number> => {
+      const clock = new SimClock();
+      const limiter = new AdaptiveLimiter({ ceiling: 32, clock });
+      // One validation per agent first, answered in 2 ms; then the quotes, 200 ms each (the partner's own pace).
+      for (let i = 0; i < 20; i += 1) (await slotOf(limiter)).release({ latencyMs: 2, signal: 'ok', ...(validationsTimed ? {} : { timed: false }) });
+      let lowest = limiter.limit;
+      for (let i = 0; i < 200; i += 1) {
+        (await slotOf(limiter)).release({ latencyMs: 200, signal: 'ok' });
+        lowest = Math.min(lowest, limiter.limit);
+      }
+      return lowest;
+    };
+    expect(await lowestWindow(false)).toBeGreaterThanOrEqual(WINDOW_RULES.initialWindow);
+    // Timed, the validations set a 2 ms baseline and every round of quotes reads as queueing: cut.
+    expect(await lowestWindow(true)).toBeLessThan(WINDOW_RULES.initialWindow);
+  });
+
   it('ignores a second release of the same slot', async () => {
     const limiter = new AdaptiveLimiter({ ceiling: 4, clock: new SimClock() });
     const slot = await slotOf(limiter);
