@@ -99,12 +99,15 @@ export const DriverName = z.object({
   suffix: z.string().optional(),
 });
 
+/** A ZIP code as the QuoteRequest takes it: 5 digits, or ZIP+4 with its hyphen. */
+export const ZIP_CODE = /^\d{5}(-\d{4})?$/;
+
 export const Address = z.object({
   address_line_1: z.string().optional(),
   address_line_2: z.string().optional(),
   city: z.string().optional(),
   state: stateCode.optional(),
-  zip: z.string().regex(/^\d{5}(-\d{4})?$/, { error: 'expected a 5-digit ZIP (or ZIP+4)' }).optional(),
+  zip: z.string().regex(ZIP_CODE, { error: 'expected a 5-digit ZIP (or ZIP+4)' }).optional(),
   country: z.string().optional(),
 });
 

@@ -9,6 +9,7 @@ import { renderDraft, type DraftField, type DraftGroup, type DraftMapping } from
 import type { SourceField, SourceGroup, SourceScope } from './sources.js';
 import { replaceMarks, stemEntity } from './groups.js';
 import { shortName } from '../_text.js';
+import { ZIP_CODE } from '../../partner/schemas.js';
 import { isUsStateName } from '../_us-states.js';
 import { DRAFT_PLACEHOLDER } from '../types.js';
 import { booleanSpec, wordsSpec } from './specs.js';
@@ -251,7 +252,7 @@ class Drafter {
         return { spec: { ...source, type: 'phone' }, note: undefined };
       case 'zip':
         // Only when the sample needs it: zeros a spreadsheet dropped (2134), numbers, ZIP+4 run together.
-        return { spec: texts.every((v) => /^\d{5}(-\d{4})?$/.test(v)) && field.numbers !== true ? plain() : { ...source, type: 'zip' }, note: undefined };
+        return { spec: texts.every((v) => ZIP_CODE.test(v)) && field.numbers !== true ? plain() : { ...source, type: 'zip' }, note: undefined };
       case 'digits':
         return { spec: { ...source, type: 'digits' }, note: undefined };
       case 'integer':
