@@ -100,9 +100,9 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       timeoutMs: flags.timeout ?? d.timeout ?? 30_000,
       storeRequests: flags.storeRequests ?? d['store-requests'] ?? 'masked',
       maxConsecutiveFailures: flags.maxConsecutiveFailures ?? d['max-consecutive-failures'] ?? 10,
-      maxOutageMs: flags.maxOutage ?? durationDefault(d['max-outage'], '--max-outage', 0) ?? 600_000,
-      maxRetryAfterMs: flags.maxRetryAfter ?? durationDefault(d['max-retry-after'], '--max-retry-after', 0) ?? 300_000,
-      maxRuntimeMs: flags.maxRuntime ?? durationDefault(d['max-runtime'], '--max-runtime', 1),
+      maxOutageMs: flags.maxOutage ?? d['max-outage'] ?? 600_000,
+      maxRetryAfterMs: flags.maxRetryAfter ?? d['max-retry-after'] ?? 300_000,
+      maxRuntimeMs: flags.maxRuntime ?? d['max-runtime'],
       adaptive: flags.adaptive ?? d.adaptive ?? true,
       retryFailed: flags.retryFailed ?? d['retry-failed'] ?? true,
       resendInDoubt: flags.resendInDoubt ?? d['resend-in-doubt'] ?? false,
@@ -245,12 +245,6 @@ function noticingRequests(client: PartnerClient, onCall: () => void): PartnerCli
       };
     },
   });
-}
-
-/** A duration from the config file (text such as `10m`, or a number of seconds), checked with the file (see config). */
-function durationDefault(value: string | number | undefined, flag: string, minMs: number): number | undefined {
-  if (value === undefined) return undefined;
-  return parseDurationFlag(flag, minMs)(String(value));
 }
 
 /**

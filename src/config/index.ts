@@ -26,15 +26,16 @@ const positiveInt = z.number().int().positive();
 
 /** The config file as the user writes it. Every member is optional. */
 /**
- * A duration as the flags take it (`90s`, `10m`, `2h`, or a number of seconds), of at least `minMs`:
- * checked with the file, so that a bad one is named with its key and line like any other value.
+ * A duration as the flags take it (`90s`, `10m`, `2h`, or a number of seconds), of at least `minMs`,
+ * read into milliseconds: checked with the file, so that a bad one is named with its key and line
+ * like any other value.
  */
 function duration(minMs: number) {
-  const ms = (value: string | number): number | undefined => (typeof value === 'number' ? parseDuration(String(value)) : parseDuration(value));
-  return z.union([z.string(), z.number()]).refine((value) => {
-    const n = ms(value);
-    return n !== undefined && n >= minMs;
-  }, { error: minMs > 0 ? 'expected a duration more than 0, such as 90s, 10m, 2h or a number of seconds' : 'expected a duration such as 90s, 10m, 2h or a number of seconds (0: none)' });
+  return z.union([z.string(), z.number()])
+    .transform((value) => parseDuration(String(value)))
+    .refine((ms): ms is number => ms !== undefined && ms >= minMs, {
+      error: minMs > 0 ? 'expected a duration more than 0, such as 90s, 10m, 2h or a number of seconds' : 'expected a duration such as 90s, 10m, 2h or a number of seconds (0: none)',
+    });
 }
 
 export const ConfigFile = z.strictObject({
@@ -58,7 +59,7 @@ export const ConfigFile = z.strictObject({
       timeout: positiveInt.optional(),
       'store-requests': z.enum(STORE_REQUESTS).optional(),
       'max-consecutive-failures': positiveInt.optional(),
-      /** Durations: `90s`, `10m`, `2h`, or a number of seconds. */
+      /** Durations: `90s`, `10m`, `2h`, or a number of seconds; read as milliseconds. */
       'max-outage': duration(0).optional(),
       'max-retry-after': duration(0).optional(),
       'max-runtime': duration(1).optional(),
