@@ -43,6 +43,11 @@ export const WINDOW_RULES = {
   maxLatencyCut: 0.5,
   /** A baseline not confirmed for this long is re-measured by a round at half the window. */
   baselineTtlMs: 10_000,
+  /**
+   * A latency cut is judged by the next round that ran with at most this share of the requests in
+   * flight of the round that caused it: if its latency did not fall with them, it was not a queue.
+   */
+  cutCheckInFlightShare: 0.8,
 
   // Pacing
   /** Share of 429s among the last answers from which a 429 starts pacing (below it, it cuts the window only). */
@@ -91,6 +96,10 @@ export interface WindowState {
   readonly roundStartedAt: number;
   /** Latencies of the current round so far. */
   readonly roundLatencies: readonly number[];
+  /** Sum of the requests in flight when each of them was sent. */
+  readonly roundInFlightSum: number;
+  /** The last latency cut, until a round judges it: the round that caused it and the window before. */
+  readonly latencyCut: LatencyCut | undefined;
   /** Pacing rate in requests/s; undefined when not pacing (no 429 yet, or probed past the window). */
   readonly rate: number | undefined;
   /** The rate the partner was estimated to accept at the last 429: pacing returns to it, then probes beyond. */
@@ -105,6 +114,18 @@ export interface WindowState {
   readonly pacingStartedAt: number;
   /** The highest rate the partner was seen to sustain over two seconds (at a 429), requests/s. */
   readonly peakAcceptedRate: number;
+}
+
+/** A latency cut waiting for its check: was the latency a queue, i.e. does it fall with the requests in flight? */
+export interface LatencyCut {
+  /** The median latency of the round that caused the cut, ms. */
+  readonly latencyMs: number;
+  /** The mean requests in flight when that round's requests were sent. */
+  readonly inFlight: number;
+  /** The window before the cut (restored if the latency was not a queue). */
+  readonly windowBefore: number;
+  /** The baseline then, ms. */
+  readonly baselineMs: number;
 }
 
 /** What one finished attempt tells the rules (the limiter adds what it measured around it). */
@@ -171,6 +192,8 @@ export function createWindowState(ceiling: number, now: number, initialWindow: n
     probing: false,
     roundStartedAt: Number.NEGATIVE_INFINITY,
     roundLatencies: [],
+    roundInFlightSum: 0,
+    latencyCut: undefined,
     rate: undefined,
     rateAtThrottle: 0,
     rateUpdatedAt: now,
@@ -206,8 +229,9 @@ function onOk(state: WindowState, event: Extract<WindowEvent, { type: 'ok' }>, n
   next = paced(next, event.paceLimited, now);
   if (event.sentAt < state.roundStartedAt) return next;
   const roundLatencies = [...state.roundLatencies, latency];
-  if (roundLatencies.length < WINDOW_RULES.roundSamples) return { ...next, roundLatencies };
-  return endRound(next, median(roundLatencies), now);
+  const roundInFlightSum = state.roundInFlightSum + event.inFlightAtSend;
+  if (roundLatencies.length < WINDOW_RULES.roundSamples) return { ...next, roundLatencies, roundInFlightSum };
+  return endRound(next, median(roundLatencies), roundInFlightSum / roundLatencies.length, now);
 }
 
 /**
@@ -259,16 +283,29 @@ function paced(state: WindowState, paceLimited: boolean, now: number): WindowSta
  * scale with latency).
  *
  * The baseline is the lowest the latency has been: the minimum of a smoothed series of round
- * medians (a minimum of raw rounds would follow their noise down and make the rule jumpy). One the
- * smoothed latency has not come near for a while is re-measured by a round at half the window, so
- * that it can rise with the partner's own latency but cannot drift up with the queue it is there
- * to detect.
+ * medians (a minimum of raw rounds would follow their noise down and make the rule jumpy). It
+ * follows a partner whose own latency rose, but cannot drift up with the queue it is there to
+ * detect, in two ways:
+ * - a cut is checked by Little's law: once a round has run with clearly fewer requests in flight
+ *   than the round that caused the cut, a queue's latency has fallen with them. If it has not fallen
+ *   even half as far, the latency is the partner's own (or other clients' queue, which our window
+ *   does not drain): that round's latency becomes the baseline and the cut is undone;
+ * - a baseline the smoothed latency has not come near for `baselineTtlMs` is re-measured by a round
+ *   at half the window, queueing or not.
  */
-function endRound(state: WindowState, latency: number, now: number): WindowState {
-  const fresh = { ...state, roundStartedAt: now, roundLatencies: [] };
+function endRound(state: WindowState, latency: number, inFlight: number, now: number): WindowState {
+  const fresh = { ...state, roundStartedAt: now, roundLatencies: [], roundInFlightSum: 0, latencyCut: undefined };
   if (state.probing || state.baselineMs === undefined || state.latencyTrendMs === undefined) {
     return { ...fresh, probing: false, baselineMs: latency, baselineAt: now, latencyTrendMs: latency };
   }
+  const cut = state.latencyCut;
+  const judged = cut !== undefined && cut.inFlight > 0 && inFlight <= cut.inFlight * WINDOW_RULES.cutCheckInFlightShare;
+  if (judged && notAQueue(cut, latency, inFlight)) {
+    return { ...fresh, baselineMs: latency, baselineAt: now, latencyTrendMs: latency, window: Math.max(state.window, cut.windowBefore) };
+  }
+  // A cut this round could not judge (it did not run with fewer requests in flight: slow start had
+  // outgrown the round that caused the cut, or the window was not in use) waits for the next round.
+  const pending = judged ? undefined : cut;
   const trend = state.latencyTrendMs + WINDOW_RULES.trendSmoothing * (latency - state.latencyTrendMs);
   const baseline = Math.min(state.baselineMs, trend);
   const allowance = Math.max(baseline * WINDOW_RULES.latencyTolerance, WINDOW_RULES.latencyFloorMs);
@@ -276,12 +313,25 @@ function endRound(state: WindowState, latency: number, now: number): WindowState
   // when the round itself is beyond the whole allowance (one slow round alone is noise).
   const queueing = trend > baseline + allowance / 2;
   const baselineAt = queueing ? state.baselineAt : now;
-  const next = { ...fresh, latencyTrendMs: trend, baselineMs: baseline, baselineAt };
-  if (queueing && latency > baseline + allowance) {
+  const stale = now - baselineAt > WINDOW_RULES.baselineTtlMs;
+  const next = { ...fresh, latencyTrendMs: trend, baselineMs: baseline, baselineAt, latencyCut: pending };
+  if (queueing && latency > baseline + allowance && !stale) {
     const factor = Math.max(WINDOW_RULES.maxLatencyCut, (baseline + allowance / 2) / latency);
-    return { ...next, window: Math.max(1, state.window * factor), slowStart: false, lastCutAt: now };
+    const latencyCut = { latencyMs: latency, inFlight, windowBefore: pending?.windowBefore ?? state.window, baselineMs: baseline };
+    return { ...next, window: Math.max(1, state.window * factor), slowStart: false, lastCutAt: now, latencyCut };
   }
-  return { ...next, probing: now - baselineAt > WINDOW_RULES.baselineTtlMs };
+  return { ...next, probing: stale };
+}
+
+/**
+ * Whether a round's latency, with fewer requests in flight than the round that caused `cut`, did
+ * not fall even half as far as a queue's would: a queue's rise above the baseline scales with the
+ * requests in flight (Little's law, at the same throughput).
+ */
+function notAQueue(cut: LatencyCut, latency: number, inFlight: number): boolean {
+  const rise = cut.latencyMs - cut.baselineMs;
+  const queueRise = rise * (inFlight / cut.inFlight);
+  return latency - cut.baselineMs > (rise + queueRise) / 2;
 }
 
 /**
@@ -344,7 +394,7 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
   const room = (WINDOW_RULES.windowHeadroom * rate * (state.smoothedLatencyMs ?? 0)) / 1000;
   const window = Math.max(1, state.window * WINDOW_RULES.throttleBackoff, Math.min(state.window, room));
   return {
-    ...state, window, slowStart: false, lastCutAt: now, throttleCutAt: now,
+    ...state, window, slowStart: false, lastCutAt: now, throttleCutAt: now, latencyCut: undefined,
     rate, rateAtThrottle: target, rateUpdatedAt: now, probingRateSince: undefined,
     pacingStartedAt: state.rate === undefined ? now : state.pacingStartedAt,
   };
@@ -352,7 +402,8 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
 
 /** Multiplicative decrease of the window, ending slow start. */
 function cutWindow(state: WindowState, now: number): WindowState {
-  return { ...state, window: Math.max(1, state.window * WINDOW_RULES.throttleBackoff), slowStart: false, lastCutAt: now };
+  // A latency cut waiting for its check can no longer be judged by the latency that follows.
+  return { ...state, window: Math.max(1, state.window * WINDOW_RULES.throttleBackoff), slowStart: false, lastCutAt: now, latencyCut: undefined };
 }
 
 /** A 5xx or a transport failure: an overloaded partner often answers so; cut the window once per round trip. */

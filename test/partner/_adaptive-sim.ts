@@ -175,13 +175,16 @@ export function capacityPartner(options: { workers: number; service: () => numbe
   };
 }
 
-/** No limit: every request answered after its latency; with `throttle`, a share of them 429 at random. */
-export function latencyPartner(options: { latency: () => number; throttle?: { share: number; random: () => number } }): SimPartner {
+/**
+ * No limit: every request answered after its latency (`latency(at)` may change with the time it
+ * arrives: the partner's own latency, no queue); with `throttle`, a share of them 429 at random.
+ */
+export function latencyPartner(options: { latency: (atMs: number) => number; throttle?: { share: number; random: () => number } }): SimPartner {
   const { throttle } = options;
   return {
     arrive(at) {
       const throttled = throttle !== undefined && throttle.random() < throttle.share;
-      return { answerAt: at + options.latency(), status: throttled ? 'throttled' : 'ok' };
+      return { answerAt: at + options.latency(at), status: throttled ? 'throttled' : 'ok' };
     },
   };
 }

@@ -312,6 +312,75 @@ describe('the pacing rate between 429s', () => {
 describe('the latency rule', () => {
   const round = R.roundSamples;
 
+  /** A round of `round` answers of `latencyMs`, one per ms from `from`, each sent with `inFlight` in flight. */
+  const feedRound = (state: WindowState, latencyMs: number, inFlight: number, from: number): WindowState => {
+    let s = state;
+    for (let i = 0; i < round; i += 1) s = nextWindowState(s, ok({ latencyMs, sentAt: from + i, inFlightAtSend: inFlight }), from + i);
+    return s;
+  };
+  /** A window of 32 in use at a 200 ms baseline, then a round at `latencyMs` that cuts it. */
+  const cutAt = (latencyMs: number): WindowState => {
+    let s = feedRound(stateWith({ window: 32 }), 200, 32, 0);
+    s = feedRound(s, latencyMs, 32, 1000);
+    s = feedRound(s, latencyMs, 32, 2000);
+    expect(s.window).toBeLessThan(32);
+    expect(s.latencyCut).toMatchObject({ latencyMs, inFlight: 32, windowBefore: 32, baselineMs: 200 });
+    return s;
+  };
+
+  // Little's law checks each latency cut: a queue's rise above the baseline falls with the requests
+  // in flight; the partner's own latency (or other clients' queue) does not.
+  it.each([
+    // [what, latency after the cut, in flight after it, baseline after, window after (from the cut's)]
+    ['the partner\'s own latency rose 5×: the same latency at half the requests', 1000, 16, 1000, 'restored'],
+    ['within noise of it: 10% lower at half the requests', 900, 16, 900, 'restored'],
+    ['a queue: the rise halves with the requests in flight', 600, 16, 200, 'kept'],
+    ['a queue draining more slowly than Little\'s law (rise ×0.7 at half)', 760, 16, 200, 'kept'],
+  ] as const)('after a latency cut, %s', (_what, after, inFlight, baseline, window) => {
+    const cut = cutAt(1000);
+    const cutWindow = cut.window;
+    const s = feedRound(cut, after, inFlight, 3000);
+    expect(s.latencyCut === undefined || s.latencyCut.latencyMs !== 1000).toBe(true);
+    if (window === 'restored') {
+      expect(s.baselineMs).toBe(baseline);
+      expect(s.latencyTrendMs).toBe(after);
+      expect(s.window).toBe(32);
+    } else {
+      expect(s.baselineMs).toBe(200);
+      expect(s.window).toBeLessThanOrEqual(cutWindow);
+    }
+  });
+
+  it('a round that did not run with clearly fewer requests in flight leaves the cut to the next one', () => {
+    const cut = cutAt(1000);
+    // Slow start had outgrown the round that caused the cut: as many in flight after it.
+    let s = feedRound(cut, 1000, 30, 3000);
+    expect(s.baselineMs).toBe(200);
+    expect(s.latencyCut).toMatchObject({ windowBefore: 32 });
+    s = feedRound(s, 1000, 12, 4000);
+    expect(s.baselineMs).toBe(1000);
+    expect(s.window).toBe(32);
+  });
+
+  it('a 429 or an error after a latency cut leaves nothing to judge', () => {
+    const cut = cutAt(1000);
+    const s = nextWindowState(cut, { type: 'error', sentAt: 2500 }, 2600);
+    expect(s.latencyCut).toBeUndefined();
+    expect(feedRound(s, 1000, 12, 3000).baselineMs).toBe(200);
+  });
+
+  it('re-measures a stale baseline even while every round reads as queueing', () => {
+    // Cuts that cannot be judged (the window not in use: in flight never falls) must not go on for
+    // ever: once the baseline is baselineTtlMs old, a round at half the window measures it again.
+    let s = feedRound(stateWith({ window: 32 }), 200, 8, 0);
+    let t = 1000;
+    for (; !s.probing && t < 60_000; t += 1000) s = feedRound(s, 1000, 8, t);
+    expect(s.probing).toBe(true);
+    expect(t).toBeGreaterThan(R.baselineTtlMs);
+    s = feedRound(s, 1000, 8, t);
+    expect(s.baselineMs).toBe(1000);
+  });
+
   it('the first round sets the baseline; a round within the allowance keeps the window', () => {
     let s = feedOk(stateWith({ window: 20 }), round, 200, 0);
     expect(s.baselineMs).toBe(200);
