@@ -66,8 +66,17 @@ export const WINDOW_RULES = {
   rateProbeDoublingMs: 5_000,
   /** While pacing, the window keeps room for this many times the requests the rate puts in flight. */
   windowHeadroom: 2,
-  /** If the pace would fall below this share of the highest accepted rate seen, the 429s are not about our rate: pacing stops. */
+  /**
+   * A pace heading below this share of the highest rate the partner accepted is on trial: 429s that
+   * pacing that low does not end are not about our rate, and pacing stops.
+   */
   minPaceShare: 0.25,
+  /** A trial is judged by this many answers to requests sent since it began … */
+  trialAnswers: 40,
+  /** … and passes when at most this share of them were 429s: the cap really fell that low. */
+  trialPassShare: 0.1,
+  /** After a failed trial, a pace heading that low stops pacing at once for this long. */
+  trialCooldownMs: 30_000,
   /** Pacing rates below this (requests/s) are not used. */
   minRate: 0.5,
 } as const;
@@ -114,6 +123,10 @@ export interface WindowState {
   readonly pacingStartedAt: number;
   /** The highest rate the partner was seen to sustain over two seconds (at a 429), requests/s. */
   readonly peakAcceptedRate: number;
+  /** A pace below `minPaceShare` of that peak, on trial: the answers to requests sent since it began. */
+  readonly paceTrial: PaceTrial | undefined;
+  /** When a trial last failed (-∞ if none did). */
+  readonly trialFailedAt: number;
 }
 
 /** A latency cut waiting for its check: was the latency a queue, i.e. does it fall with the requests in flight? */
@@ -126,6 +139,16 @@ export interface LatencyCut {
   readonly windowBefore: number;
   /** The baseline then, ms. */
   readonly baselineMs: number;
+}
+
+/** A pace on trial (`minPaceShare`): does pacing that low end the 429s? */
+export interface PaceTrial {
+  /** When it began: answers to requests sent from then on count. */
+  readonly since: number;
+  readonly answers: number;
+  readonly throttled: number;
+  /** Half the pace it began at: it is not cut below this before it is judged. */
+  readonly floor: number;
 }
 
 /** What one finished attempt tells the rules (the limiter adds what it measured around it). */
@@ -176,9 +199,9 @@ export function createWindowState(ceiling: number, now: number, initialWindow: n
         slowStart: false,
         rate: Math.max(WINDOW_RULES.minRate, pace * WINDOW_RULES.rateBackoff),
         rateAtThrottle: pace,
-        // The partner accepted that rate: 429s that would take the pace below a quarter of it are
-        // not about our rate (as in this run's own pacing, see `cutRate`).
-        peakAcceptedRate: pace,
+        // Not taken as the highest rate the partner accepted (`minPaceShare`): that was another
+        // night, and a cap lowered since below a quarter of it must be paced, not left to the
+        // window (a warm start at 30/s against a cap now 4/s: 49% answered 429, rows failed).
       };
   return {
     ceiling,
@@ -201,6 +224,8 @@ export function createWindowState(ceiling: number, now: number, initialWindow: n
     throttleCutAt: Number.NEGATIVE_INFINITY,
     pacingStartedAt: Number.NEGATIVE_INFINITY,
     peakAcceptedRate: 0,
+    paceTrial: undefined,
+    trialFailedAt: Number.NEGATIVE_INFINITY,
     ...paced,
   };
 }
@@ -225,7 +250,7 @@ export function effectiveWindow(state: WindowState): number {
 function onOk(state: WindowState, event: Extract<WindowEvent, { type: 'ok' }>, now: number): WindowState {
   const latency = Math.max(0, event.latencyMs);
   const smoothed = state.smoothedLatencyMs === undefined ? latency : state.smoothedLatencyMs + WINDOW_RULES.smoothing * (latency - state.smoothedLatencyMs);
-  let next: WindowState = { ...state, smoothedLatencyMs: smoothed, window: grownWindow(state, event) };
+  let next: WindowState = { ...judgedTrial(state, event.sentAt, false, now), smoothedLatencyMs: smoothed, window: grownWindow(state, event) };
   next = paced(next, event.paceLimited, now);
   if (event.sentAt < state.roundStartedAt) return next;
   const roundLatencies = [...state.roundLatencies, latency];
@@ -343,7 +368,9 @@ function notAQueue(cut: LatencyCut, latency: number, inFlight: number): boolean 
  * needs: pacing, not the window, holds a rate.
  */
 function onThrottled(state: WindowState, event: Extract<WindowEvent, { type: 'throttled' }>, now: number): WindowState {
-  const seen = { ...state, peakAcceptedRate: Math.max(state.peakAcceptedRate, event.sustainedRate) };
+  const judged = judgedTrial(state, event.sentAt, true, now);
+  if (judged.trialFailedAt === now) return judged;
+  const seen = { ...judged, peakAcceptedRate: Math.max(judged.peakAcceptedRate, event.sustainedRate) };
   const overshoot = event.throttledShare >= WINDOW_RULES.pacingShare;
   if (state.rate === undefined && overshoot) return cutRate(seen, event, now);
   if (event.sentAt < state.lastCutAt) return seen;
@@ -384,20 +411,46 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
     from = Math.min(pace, Math.max(event.acceptedRate, pace * (1 - WINDOW_RULES.strayCutLimit)));
     target = from;
   }
-  const rate = Math.max(WINDOW_RULES.minRate, from * WINDOW_RULES.rateBackoff);
+  const cutTo = Math.max(WINDOW_RULES.minRate, from * WINDOW_RULES.rateBackoff);
   // Judged by where the pace is headed (`target`), not by where it starts: the send rate less the
   // share of 429s collapses while many senders wait out a Retry-After, though the partner still
-  // takes its (lower) cap.
-  if (!(from > 0) || !Number.isFinite(from) || target * WINDOW_RULES.rateBackoff < state.peakAcceptedRate * WINDOW_RULES.minPaceShare) {
-    return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now };
+  // takes its (lower) cap. Heading below a quarter of the best rate is tried (`judgedTrial`): a
+  // token bucket's burst spent, or a cap cut by three quarters, must be paced; 429s that come
+  // whatever our rate must not spiral the pace down.
+  const low = target * WINDOW_RULES.rateBackoff < state.peakAcceptedRate * WINDOW_RULES.minPaceShare;
+  if (!(from > 0) || !Number.isFinite(from) || (low && state.paceTrial === undefined && now - state.trialFailedAt < WINDOW_RULES.trialCooldownMs)) {
+    return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now, paceTrial: undefined };
   }
+  const paceTrial = low && state.paceTrial === undefined ? { since: now, answers: 0, throttled: 0, floor: cutTo / 2 } : state.paceTrial;
+  // Before a trial is judged, the 429s it is there to tell apart may come whatever the pace: they
+  // would spiral it down, one cut per round trip, while it waits for its answers.
+  const rate = Math.max(cutTo, paceTrial?.floor ?? 0);
   const room = (WINDOW_RULES.windowHeadroom * rate * (state.smoothedLatencyMs ?? 0)) / 1000;
   const window = Math.max(1, state.window * WINDOW_RULES.throttleBackoff, Math.min(state.window, room));
   return {
-    ...state, window, slowStart: false, lastCutAt: now, throttleCutAt: now, latencyCut: undefined,
+    ...state, window, slowStart: false, lastCutAt: now, throttleCutAt: now, latencyCut: undefined, paceTrial,
     rate, rateAtThrottle: target, rateUpdatedAt: now, probingRateSince: undefined,
     pacingStartedAt: state.rate === undefined ? now : state.pacingStartedAt,
   };
+}
+
+/**
+ * Counts an answer toward a pace on trial and judges it after `trialAnswers` answers to requests
+ * sent since it began: few 429s mean the cap really fell that low (the trial's rate becomes the
+ * best the partner takes); a fair share means pacing does not end them, and pacing stops (the
+ * window alone answers them, as stray 429s), not to be tried that low again for a while.
+ */
+function judgedTrial(state: WindowState, sentAt: number, throttled: boolean, now: number): WindowState {
+  const trial = state.paceTrial;
+  if (trial === undefined) return state;
+  if (state.rate === undefined) return { ...state, paceTrial: undefined };
+  if (sentAt < trial.since) return state;
+  const counted = { ...trial, answers: trial.answers + 1, throttled: trial.throttled + (throttled ? 1 : 0) };
+  if (counted.answers < WINDOW_RULES.trialAnswers) return { ...state, paceTrial: counted };
+  if (counted.throttled / counted.answers <= WINDOW_RULES.trialPassShare) {
+    return { ...state, paceTrial: undefined, peakAcceptedRate: state.rateAtThrottle };
+  }
+  return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now, paceTrial: undefined, trialFailedAt: now };
 }
 
 /** Multiplicative decrease of the window, ending slow start. */

@@ -110,6 +110,32 @@ describe('adaptive concurrency against simulated partners', () => {
     expect(a.durationMs / f.durationMs).toBeLessThanOrEqual(1.15);
   });
 
+  it('a warm start from a pace of 30/s against a cap fallen to 4/s since: paced down to it, no row failed', async () => {
+    const r = await simulateRun({
+      rows: 300, senders: 32, seed: SEED,
+      limiter: (clock) => new AdaptiveLimiter({ ceiling: 32, clock, initialWindow: 6, warm: true, pace: 30 }),
+      partner: rateCapPartner({ cap: () => 4, mode: 'window', latency: logNormal(200, 0.25, createRandom(SEED + 1)) }),
+    });
+    // The remembered 30/s is not this night's yardstick: a cap under a quarter of it is still paced
+    // (49% answered 429 and rows failed when it was).
+    expect(r.failed).toBe(0);
+    expect(throttledShare(r)).toBeLessThanOrEqual(0.16);
+    for (const s of after(r, 10)) expect(s.rate).toBeLessThan(5);
+  });
+
+  it('a token bucket with a burst of 300 and 10/s after it: the burst spent, it paces at the refill rate', async () => {
+    const r = await simulateRun({
+      rows: 1000, senders: 32, seed: SEED, limiter: adaptive(32),
+      partner: rateCapPartner({ cap: () => 10, mode: 'bucket', burst: 300, latency: logNormal(200, 0.25, createRandom(SEED + 1)) }),
+    });
+    // The burst's 100+/s made 10/s look like a quarter of the best the partner took; the pace
+    // heading there was tried and kept (19% answered 429 when pacing stopped instead).
+    expect(r.succeeded).toBe(1000);
+    expect(throttledShare(r)).toBeLessThanOrEqual(0.1);
+    const settled = after(r, 20);
+    expect(settled.filter((s) => s.rate !== null && s.rate > 8 && s.rate < 12).length).toBeGreaterThanOrEqual(0.8 * settled.length);
+  });
+
   it('5% of answers 429 at random, 50 ms (the issue\'s example): no sender waits for another\'s Retry-After', async () => {
     const run = (limiter: MakeLimiter) => simulateRun({
       rows: 2000, senders: 32, seed: SEED, limiter: limiter(32),

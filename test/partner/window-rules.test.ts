@@ -67,8 +67,12 @@ describe('createWindowState', () => {
     expect(state.probingRateSince).toBeUndefined();
   });
 
-  it('a paced start keeps the remembered rate as the highest the partner accepted', () => {
-    expect(createWindowState(32, 0, 8, 40).peakAcceptedRate).toBe(40);
+  it('a paced start does not take the remembered rate for the best this night\'s partner accepts (its cap may have fallen since)', () => {
+    expect(createWindowState(32, 0, 8, 40).peakAcceptedRate).toBe(0);
+    // A cap now a tenth of the remembered pace is paced at once, with no trial.
+    const next = nextWindowState(createWindowState(32, 0, 8, 40), throttled({ sentAt: 100, sendRate: 38, acceptedRate: 4, sustainedRate: 4, throttledShare: 0.9 }), 1000);
+    expect(next.rate).toBeCloseTo(38 * (1 - 0.9) * R.rateBackoff, 9);
+    expect(next.paceTrial).toBeUndefined();
   });
 
   it('a remembered pace this run\'s window cannot carry ends at the first answer, held back or not', () => {
@@ -242,11 +246,66 @@ describe('429s while pacing', () => {
     expect(again.pacingStartedAt).toBe(200);
   });
 
-  it('stops pacing rather than spiral below a quarter of the best accepted rate (the 429s are not about our rate)', () => {
-    const state = pacing({ rate: 12, peakAcceptedRate: 60 });
-    const next = nextWindowState(state, throttled({ sentAt: 5000, sendRate: 12, acceptedRate: 8, throttledShare: 0.3 }), 6000);
-    expect(next.rate).toBeUndefined();
-    expect(next.window).toBeCloseTo(20 * R.throttleBackoff, 9);
+  describe('a pace heading below a quarter of the best accepted rate is on trial', () => {
+    // Best 60/s; a fair share of 429s heads the pace to 8/s, below 15.
+    const low = (fields: Partial<WindowState> = {}): WindowState =>
+      nextWindowState(pacing({ rate: 12, peakAcceptedRate: 60, ...fields }), throttled({ sentAt: 5000, sendRate: 12, acceptedRate: 8, throttledShare: 0.3 }), 6000);
+    /** Answers to requests sent after the trial began: `throttled` of them 429s, the rest ok. */
+    const answer = (state: WindowState, total: number, throttledCount: number): WindowState => {
+      let s = state;
+      for (let i = 0; i < total; i += 1) {
+        const sentAt = 6001 + i;
+        s = i < throttledCount
+          ? nextWindowState(s, throttled({ sentAt, sendRate: 8, acceptedRate: 6, sustainedRate: 6, throttledShare: 0.1 }), sentAt + 200)
+          : nextWindowState(s, ok({ sentAt, latencyMs: 200, inFlightAtSend: 2 }), sentAt + 200);
+      }
+      return s;
+    };
+
+    it('it paces there, and counts the answers to requests sent from then on', () => {
+      const s = low();
+      expect(s.rate).toBeCloseTo(12 * 0.7 * R.rateBackoff, 9);
+      expect(s.paceTrial).toEqual({ since: 6000, answers: 0, throttled: 0, floor: (12 * 0.7 * R.rateBackoff) / 2 });
+      // An answer to a request sent before the trial does not count.
+      expect(nextWindowState(s, ok({ sentAt: 5999 }), 6100).paceTrial?.answers).toBe(0);
+    });
+
+    it.each([
+      ['few 429s: the cap did fall that low (a token bucket\'s burst spent), pacing goes on', 2, 'passes'],
+      ['at most trialPassShare of them 429s', Math.floor(R.trialAnswers * R.trialPassShare), 'passes'],
+      ['a fair share of 429s: they come whatever our rate (chance, a shared quota), pacing stops', 10, 'fails'],
+    ] as const)('after trialAnswers answers, %s', (_name, throttledCount, outcome) => {
+      const s = answer(low(), R.trialAnswers, throttledCount);
+      expect(s.paceTrial).toBeUndefined();
+      if (outcome === 'passes') {
+        expect(s.rate).toBeDefined();
+        expect(s.peakAcceptedRate).toBeCloseTo(12 * 0.7, 9);
+        expect(s.trialFailedAt).toBe(Number.NEGATIVE_INFINITY);
+      } else {
+        expect(s.rate).toBeUndefined();
+        expect(s.trialFailedAt).toBeGreaterThan(6000);
+      }
+    });
+
+    it('before it is judged, its pace is not cut below half of where it began (no spiral by the 429s it tells apart)', () => {
+      let s = low();
+      const floor = s.paceTrial!.floor;
+      for (let i = 1; i <= 10; i += 1) {
+        s = nextWindowState(s, throttled({ sentAt: s.lastCutAt + 1, sendRate: 4, acceptedRate: 3, throttledShare: 0.3 }), s.lastCutAt + 300);
+      }
+      expect(s.paceTrial).toBeDefined();
+      expect(s.rate).toBeCloseTo(floor, 9);
+    });
+
+    it('for trialCooldownMs after a failed trial, heading that low stops pacing at once', () => {
+      const failed = answer(low(), R.trialAnswers, 10);
+      const again = (at: number) => nextWindowState(
+        { ...failed, rate: 12, rateAtThrottle: 12, lastCutAt: at - 1000 },
+        throttled({ sentAt: at - 500, sendRate: 12, acceptedRate: 8, throttledShare: 0.3 }), at,
+      );
+      expect(again(failed.trialFailedAt + R.trialCooldownMs - 1).rate).toBeUndefined();
+      expect(again(failed.trialFailedAt + R.trialCooldownMs + 1).paceTrial).toBeDefined();
+    });
   });
 
   it('keeps pacing when the send rate collapsed but the partner still takes its lower cap (senders waiting out Retry-After)', () => {
