@@ -78,6 +78,8 @@ class GotPartnerClient implements PartnerClient {
   #haltRetryAfter: Date | null = null;
   /** The last transient failure ("its last answer 500 Internal Server Error"), for the outage's halt. */
   #lastFailure: string | undefined;
+  /** Whether that failure was a request sent and not answered within --timeout: a slow partner, not a closed port. */
+  #lastFailureTimedOut = false;
   /** The base URL as messages show it. */
   readonly #baseShown: string;
 
@@ -425,7 +427,12 @@ class GotPartnerClient implements PartnerClient {
       : raw);
     this.#metrics.record(durationMs, cls);
     if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') {
-      this.#lastFailure = raw.type === 'response' ? `its last answer ${statusOf(raw)}` : `last attempt ${statusOf(raw)}, no answer`;
+      this.#lastFailureTimedOut = raw.type === 'transport' && raw.code === 'ETIMEDOUT' && raw.bodySent;
+      this.#lastFailure = raw.type === 'response'
+        ? `its last answer ${statusOf(raw)}`
+        : this.#lastFailureTimedOut
+          ? `last attempt sent and not answered within --timeout (${formatDuration(this.#options.timeoutMs)})`
+          : `last attempt ${statusOf(raw)}, no answer`;
     }
     if (cls.throttled || (cls.breaker !== 'failure' && cls.breaker !== 'in_doubt')) this.#answered = true;
     const record: AttemptRecord = {
@@ -444,7 +451,11 @@ class GotPartnerClient implements PartnerClient {
    * never answered may be the wrong address (a typo in --base-url, a closed port) rather than down.
    */
   #neverAnswered(): string {
-    return this.#reached ? '' : `; no request of this run has had an answer from ${this.#baseShown}: if that address is wrong, fix --base-url (or --env)`;
+    if (this.#reached) return '';
+    const none = `; no request of this run has had an answer from ${this.#baseShown}`;
+    // The request left and the connection held: the partner may just be slower than --timeout.
+    if (this.#lastFailureTimedOut) return `${none} within --timeout (${formatDuration(this.#options.timeoutMs)}): if the partner is that slow, raise --timeout; if that address is wrong, fix --base-url (or --env)`;
+    return `${none}: if that address is wrong, fix --base-url (or --env)`;
   }
 
   #haltWith(kind: HaltKind, reason: string, retryAfter?: Date): void {

@@ -80,14 +80,38 @@ describe('a partner that accepts connections and never answers', () => {
     expect(partner.received.quote).toBeLessThanOrEqual(20 + 2 * CONCURRENCY);
     expect(partner.received.validate).toBeGreaterThan(0);
     expect(result.stderr).toMatch(/warning: the partner looks down \(quotes\/leads\): \d+ requests in a row got no answer after they were sent .* the run gives up at \S+ \(--max-outage 20s\)/);
-    // Probes hang past --timeout: the halt says no answer came.
-    expect(result.stderr).toMatch(/error: halting: the partner did not recover within --max-outage \(20s; .*; last attempt \S+, no answer\)/);
+    // Probes hang past --timeout: the halt says no answer came within it (the partner answered
+    // earlier, so the address is not in question).
+    expect(result.stderr).toMatch(/error: halting: the partner did not recover within --max-outage \(20s; .*; last attempt sent and not answered within --timeout \(2s\)\)\n/);
     expect(result.stderr).toMatch(/warning: run finished: job not completed: the partner looks down/);
     expect(result.stdout).toMatch(/in doubt: they may have reached the partner/);
     expect(readLedger(ledger).runs.at(-1)?.status).toBe('halted');
     expect(partner.duplicateLeads()).toEqual([]);
     expectNoSecrets('dead partner', [result], ledger);
   }, 150_000);
+});
+
+describe('a partner slower than --timeout from the first request', () => {
+  let partner: MisbehavingPartner;
+  afterAll(async () => {
+    await partner.close();
+  });
+
+  it('the warning and the halt name --timeout, not only the address: the requests left and were never answered in time', async () => {
+    partner = await startMisbehavingPartner(sandbox.url, () => ({ kind: 'hang' }));
+    const ledger = files.path('slow.db');
+    const { result } = await runMeasured(
+      ['run', csv, '--mapping', MAPPING_CSV, '--base-url', partner.url, '--env', 'sandbox', '--ledger', ledger,
+        '--concurrency', '4', '--timeout', '1000', '--max-outage', '3s'],
+      60_000,
+    );
+    expect(result.code).toBe(3);
+    const hint = `no request of this run has had an answer from ${partner.url} within --timeout (1s): if the partner is that slow, raise --timeout; if that address is wrong, fix --base-url (or --env)`;
+    expect(result.stderr).toMatch(/warning: the partner looks down/);
+    expect(result.stderr).toContain(`last attempt sent and not answered within --timeout (1s))${'; '}${hint}`);
+    expect(partner.received.quote).toBe(0);
+    expect(readLedger(ledger).runs.at(-1)?.status).toBe('halted');
+  }, 90_000);
 });
 
 describe('a partner whose validation answers while its quotes never do', () => {
