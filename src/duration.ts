@@ -6,6 +6,15 @@
 const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
+ * The longest duration a run waits on as one timer: 24 days, below what a Node timer holds (2³¹−1
+ * ms, 24.8 days; a longer one fires at once). `--max-outage 30d` is refused, not taken as 1 ms.
+ */
+export const MAX_WAIT_MS = 24 * 86_400_000;
+
+/** The longest age `prune --older-than` takes: 100 years (a date so far back is still a date). */
+export const MAX_AGE_MS = 36_500 * 86_400_000;
+
+/**
  * Parses a duration as the contract writes them: `90s`, `15m`, `2h`, `30d`, `500ms`, or a bare
  * number of seconds. Returns milliseconds; `undefined` when the text is not a duration.
  */

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { parseDuration } from '../duration.js';
+import { formatDuration, parseDuration } from '../duration.js';
 import type { Io } from '../io.js';
 import type { Logger } from '../log.js';
 import { resolveLedgerPath } from '../report/output.js';
@@ -61,13 +61,17 @@ export function parseNumberIn(flag: string, min: number, max: number, integer = 
   };
 }
 
-/** A commander parser for a duration flag (see {@link parseDuration}); throws a usage error naming the flag. */
-export function parseDurationFlag(flag: string, minMs = 1): (value: string) => number {
+/**
+ * A commander parser for a duration flag (see {@link parseDuration}) from `minMs` to `maxMs`;
+ * throws a usage error naming the flag.
+ */
+export function parseDurationFlag(flag: string, minMs: number, maxMs: number): (value: string) => number {
   return (value: string) => {
     const ms = parseDuration(value);
     if (ms === undefined || ms < minMs) {
       throw new InvalidArgumentError(`${flag} expects a duration such as 90s, 15m, 2h or 30d (a bare number is seconds), got "${value}"`);
     }
+    if (ms > maxMs) throw new InvalidArgumentError(`${flag} expects a duration of at most ${formatDuration(maxMs)}, got "${value}"`);
     return ms;
   };
 }

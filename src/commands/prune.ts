@@ -1,6 +1,7 @@
 /** `quote-batch prune --older-than <duration> [--vacuum]`: drops old finished jobs from a ledger. */
 import { Ledger, pruneJobs, vacuumLedger, type PruneCandidate } from '../ledger/index.js';
 import { jsonLogOption, ledgerPathOf, parseDurationFlag, type RegisterCommand } from './context.js';
+import { MAX_AGE_MS } from '../duration.js';
 
 interface PruneFlags {
   ledger?: string;
@@ -16,7 +17,7 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
     .command('prune')
     .description('drop completed jobs older than a duration (their rows, attempts, runs, samples, resolutions); --vacuum returns the space')
     .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
-    .requiredOption('--older-than <duration>', 'drop jobs with no activity for this long: 90s, 15m, 2h, 30d (a bare number is seconds)', parseDurationFlag('--older-than'))
+    .requiredOption('--older-than <duration>', 'drop jobs with no activity for this long: 90s, 15m, 2h, 30d (a bare number is seconds)', parseDurationFlag('--older-than', 1, MAX_AGE_MS))
     .option('--include-unfinished', 'also drop unfinished jobs (their failed and in_doubt rows are lost)')
     .option('--vacuum', 'then rewrite the file to return the freed space (needs no other process on the ledger)')
     .option('--dry-run', 'only list the jobs that would be dropped')

@@ -11,7 +11,7 @@ import { createProgressReporter } from '../pipeline/progress.js';
 import { checkInputHeader, runJob } from '../pipeline/run-job.js';
 import { formatSummary, nextStep } from '../pipeline/summary.js';
 import { commandFor, unreadableAnswersText } from '../advice.js';
-import { formatDuration } from '../duration.js';
+import { formatDuration, MAX_WAIT_MS } from '../duration.js';
 import { outputColumns } from '../io.js';
 import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
 import { FixedLimiter } from '../partner/concurrency.js';
@@ -73,9 +73,9 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     .option('--resend-sent', 'also send rows another job of this ledger sent to this environment, or whose same request it had rejected (uat, production)')
     .addOption(new Option('--store-requests <mode>', 'how much of each request the ledger keeps (default masked)').choices(STORE_REQUESTS))
     .option('--max-consecutive-failures <n>', 'consecutive transient failures of one operation that open the circuit breaker (default 10)', parseNumberIn('--max-consecutive-failures', 1, 1e6, true))
-    .option('--max-outage <duration>', 'halt (exit 3) when the partner has not recovered this long after the breaker opened, e.g. 90s, 10m; 0 = wait for ever (default 10m)', parseDurationFlag('--max-outage', 0))
-    .option('--max-retry-after <duration>', 'a Retry-After longer than this halts the run instead of waiting (default 5m)', parseDurationFlag('--max-retry-after', 0))
-    .option('--max-runtime <duration>', 'stop like SIGTERM once the run has lasted this long, e.g. 2h (default: none)', parseDurationFlag('--max-runtime'))
+    .option('--max-outage <duration>', 'halt (exit 3) when the partner has not recovered this long after the breaker opened, e.g. 90s, 10m; 0 = wait for ever (default 10m)', parseDurationFlag('--max-outage', 0, MAX_WAIT_MS))
+    .option('--max-retry-after <duration>', 'a Retry-After longer than this halts the run instead of waiting (default 5m)', parseDurationFlag('--max-retry-after', 0, MAX_WAIT_MS))
+    .option('--max-runtime <duration>', 'stop like SIGTERM once the run has lasted this long, e.g. 2h (default: none)', parseDurationFlag('--max-runtime', 1, MAX_WAIT_MS))
     .option('--adaptive', "adapt the requests in flight to the partner's answers, up to --concurrency (default)")
     .option('--no-adaptive', 'keep exactly --concurrency requests in flight')
     .option('--quiet', 'no progress bar or progress lines')

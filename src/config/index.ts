@@ -7,7 +7,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
-import { parseDuration } from '../duration.js';
+import { formatDuration, MAX_WAIT_MS, parseDuration } from '../duration.js';
 import { QuoteBatchError } from '../errors.js';
 import { assertSafeBaseUrl } from '../partner/base-url.js';
 import type { Environment, Operation } from '../partner/types.js';
@@ -35,7 +35,9 @@ function duration(minMs: number) {
     .transform((value) => parseDuration(String(value)))
     .refine((ms): ms is number => ms !== undefined && ms >= minMs, {
       error: minMs > 0 ? 'expected a duration more than 0, such as 90s, 10m, 2h or a number of seconds' : 'expected a duration such as 90s, 10m, 2h or a number of seconds (0: none)',
-    });
+      abort: true,
+    })
+    .refine((ms) => ms <= MAX_WAIT_MS, { error: `expected a duration of at most ${formatDuration(MAX_WAIT_MS)}` });
 }
 
 export const ConfigFile = z.strictObject({

@@ -78,6 +78,8 @@ describe('errors a user can cause', () => {
     // Durations were checked only as the run started, and a bad one ended it with exit 2 and no word.
     ['a duration that is none', 'defaults:\n  env: sandbox\n  max-outage: 10 minutes\n', /config\.yaml:3:15: defaults\.max-outage: expected a duration such as 90s, 10m, 2h or a number of seconds \(0: none\) \(got "10 minutes"\)$/, /Configuration/],
     ['a run time of 0', 'defaults:\n  env: sandbox\n  max-runtime: 0\n', /config\.yaml:3:16: defaults\.max-runtime: expected a duration more than 0, .* \(got 0\)$/, /Configuration/],
+    // A Node timer holds 24.8 days at most: a longer wait fired at once, or never.
+    ['a wait longer than a timer holds', 'defaults:\n  env: sandbox\n  max-outage: 30d\n', /config\.yaml:3:15: defaults\.max-outage: expected a duration of at most 24d00h \(got "30d"\)$/, /Configuration/],
   ])('a bad config file: %s names the file, line, key and value', async (_name, yaml, message, hint) => {
     writeFileSync(tmp.path('config.yaml'), yaml);
     expectOneLineAndHint(await run(['--config', tmp.path('config.yaml')]), message, hint);

@@ -92,6 +92,17 @@ describe('resolve and prune', () => {
     expect(readLedger(ledger).states.in_doubt).toBe(4);
   });
 
+  it('prune and run refuse a duration too long to mean anything, naming the flag (prune ended in an internal error)', async () => {
+    const ledger = ledgerWith('');
+    const prune = await cli(['prune', '--ledger', ledger, '--older-than', '99999999999d']);
+    expect(prune.code).toBe(2);
+    expect(prune.stderr).toMatch(/error: option '--older-than <duration>' argument '99999999999d' is invalid\. --older-than expects a duration of at most 36500d00h, got "99999999999d"/);
+    expect(prune.stderr).not.toMatch(/internal|RangeError/i);
+    const run = await cli(['run', 'leads.csv', '--max-outage', '25d']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--max-outage expects a duration of at most 24d00h, got "25d"/);
+  });
+
   it('resolve and prune refuse a missing ledger instead of creating one', async () => {
     for (const args of [['resolve', '--all-in-doubt', '--as', 'pending'], ['prune', '--older-than', '30d']]) {
       const result = await cli([...args, '--ledger', tmp.path('none.db')]);
