@@ -145,17 +145,17 @@ describe('the window on errors', () => {
 });
 
 describe('429s before pacing', () => {
-  it('a stray 429 cuts the window only, once per second', () => {
+  it('a stray 429 cuts the window only, by strayThrottleBackoff, once per second', () => {
     const start = stateWith({ slowStart: true, window: 20 });
     const cut = nextWindowState(start, throttled({ sentAt: 100, throttledShare: 0.02 }), 200);
-    expect(cut.window).toBeCloseTo(16, 9);
+    expect(cut.window).toBeCloseTo(20 * R.strayThrottleBackoff, 9);
     expect(cut.rate).toBeUndefined();
     expect(cut.slowStart).toBe(false);
 
     const soon = nextWindowState(cut, throttled({ sentAt: 300, throttledShare: 0.04 }), 700);
     expect(soon.window).toBe(cut.window);
     const later = nextWindowState(cut, throttled({ sentAt: 300, throttledShare: 0.04 }), 200 + R.throttleCutSpacingMs);
-    expect(later.window).toBeCloseTo(16 * R.throttleBackoff, 9);
+    expect(later.window).toBeCloseTo(20 * R.strayThrottleBackoff ** 2, 9);
   });
 
   it('a fair share of 429s starts pacing below the send rate less that share, returning to the accepted rate', () => {
