@@ -377,7 +377,8 @@ function notAQueue(cut: LatencyCut, latency: number, inFlight: number): boolean 
  */
 function onThrottled(state: WindowState, event: Extract<WindowEvent, { type: 'throttled' }>, now: number): WindowState {
   const judged = judgedTrial(state, event.sentAt, true, now);
-  if (judged.trialFailedAt === now) return judged;
+  // A failed trial has just stopped pacing: this 429 was its last piece of evidence.
+  if (state.rate !== undefined && judged.rate === undefined) return judged;
   const seen = { ...judged, peakAcceptedRate: Math.max(judged.peakAcceptedRate, event.sustainedRate) };
   const overshoot = event.throttledShare >= WINDOW_RULES.pacingShare;
   if (state.rate === undefined && overshoot) return cutRate(seen, event, now);
@@ -427,7 +428,7 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
   // whatever our rate must not spiral the pace down.
   const low = target * WINDOW_RULES.rateBackoff < state.peakAcceptedRate * WINDOW_RULES.minPaceShare;
   if (!(from > 0) || !Number.isFinite(from) || (low && state.paceTrial === undefined && now - state.trialFailedAt < WINDOW_RULES.trialCooldownMs)) {
-    return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now, paceTrial: undefined };
+    return stoppedPacing(state, now);
   }
   const paceTrial = low && state.paceTrial === undefined ? { since: now, answers: 0, throttled: 0, floor: cutTo / 2 } : state.paceTrial;
   // Before a trial is judged, the 429s it is there to tell apart may come whatever the pace: they
@@ -458,7 +459,12 @@ function judgedTrial(state: WindowState, sentAt: number, throttled: boolean, now
   if (counted.throttled / counted.answers <= WINDOW_RULES.trialPassShare) {
     return { ...state, paceTrial: undefined, peakAcceptedRate: state.rateAtThrottle };
   }
-  return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now, paceTrial: undefined, trialFailedAt: now };
+  return { ...stoppedPacing(state, now), trialFailedAt: now };
+}
+
+/** Pacing ends (the 429s are not about our rate): the window alone answers them, cut once for this one. */
+function stoppedPacing(state: WindowState, now: number): WindowState {
+  return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now, paceTrial: undefined };
 }
 
 /** Multiplicative decrease of the window, ending slow start. */
