@@ -82,6 +82,8 @@ class GotPartnerClient implements PartnerClient {
   #lastFailureTimedOut = false;
   /** The base URL as messages show it. */
   readonly #baseShown: string;
+  /** "within --timeout (30s)", as messages about requests left unanswered say it. */
+  readonly #withinTimeout: string;
 
   constructor(options: PartnerClientOptions) {
     const base = assertSafeBaseUrl(options.baseUrl);
@@ -94,6 +96,7 @@ class GotPartnerClient implements PartnerClient {
     this.#redactor = new Redactor(options.apiKey);
     const concurrency = positiveInt(options.concurrency, 8);
     const timeoutMs = positiveInt(options.timeoutMs, 30_000);
+    this.#withinTimeout = `within --timeout (${formatDuration(timeoutMs)})`;
     this.#options = {
       timeoutMs,
       maxAttempts: positiveInt(options.maxAttempts, 5),
@@ -431,7 +434,7 @@ class GotPartnerClient implements PartnerClient {
       this.#lastFailure = raw.type === 'response'
         ? `its last answer ${statusOf(raw)}`
         : this.#lastFailureTimedOut
-          ? `last attempt sent and not answered within --timeout (${formatDuration(this.#options.timeoutMs)})`
+          ? `last attempt sent and not answered ${this.#withinTimeout}`
           : `last attempt ${statusOf(raw)}, no answer`;
     }
     if (cls.throttled || (cls.breaker !== 'failure' && cls.breaker !== 'in_doubt')) this.#answered = true;
@@ -454,7 +457,7 @@ class GotPartnerClient implements PartnerClient {
     if (this.#reached) return '';
     const none = `; no request of this run has had an answer from ${this.#baseShown}`;
     // The request left and the connection held: the partner may just be slower than --timeout.
-    if (this.#lastFailureTimedOut) return `${none} within --timeout (${formatDuration(this.#options.timeoutMs)}): if the partner is that slow, raise --timeout; if that address is wrong, fix --base-url (or --env)`;
+    if (this.#lastFailureTimedOut) return `${none} ${this.#withinTimeout}: if the partner is that slow, raise --timeout; if that address is wrong, fix --base-url (or --env)`;
     return `${none}: if that address is wrong, fix --base-url (or --env)`;
   }
 
