@@ -59,7 +59,10 @@ export function readTimeline(db: Db, jobId: number): ReportTimeline {
   const runs = db.prepare(
     'SELECT id, status, started_at, finished_at, heartbeat_at FROM runs WHERE job_id = ? ORDER BY started_at, id',
   ).all(jobId) as RunRow[];
-  const done = `job_id = ? AND state IN (${sqlList(DONE_STATES)}) AND updated_at >= ? AND updated_at < ?`;
+  // A row `resolve` settled (its last change is a resolution) was completed by no run, however soon
+  // after one it was settled.
+  const done = `job_id = ? AND state IN (${sqlList(DONE_STATES)}) AND updated_at >= ? AND updated_at < ?
+    AND NOT EXISTS (SELECT 1 FROM resolutions z WHERE z.job_id = rows.job_id AND z.row_number = rows.row_number AND z.resolved_at = rows.updated_at)`;
   const lastCompletion = db.prepare(`SELECT MAX(updated_at) FROM rows WHERE ${done}`).pluck();
   const lastSample = db.prepare('SELECT MAX(at) FROM run_samples WHERE run_id = ?').pluck();
 

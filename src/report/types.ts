@@ -269,8 +269,9 @@ export interface ReportTimeline {
   bucket_seconds: number;
   segments: ReportTimelineSegment[];
   /**
-   * Rows completed outside every run (e.g. settled by `resolve` later), left out of the buckets.
-   * A completion belongs to the last run started before it, up to 15 s after that run's end.
+   * Rows completed outside every run (settled by `resolve`, or later than 15 s after the end of
+   * the last run started before), left out of the buckets. A completion belongs to the last run
+   * started before it, up to 15 s after that run's end, unless `resolve` made it.
    */
   rows_outside_runs: number;
 }

@@ -296,6 +296,33 @@ describe('buildReport on edge cases', () => {
     }
   });
 
+  it('counts rows settled by resolve after a run outside it, and ends the run where it ended', () => {
+    const t = createTempLedger();
+    try {
+      const t0 = Date.now() - 600_000;
+      const jobId = insertJob(t.db, { status: 'completed', created_at: iso(t0) });
+      const runId = insertRun(t.db, { job_id: jobId, started_at: iso(t0), finished_at: iso(t0 + 4000), status: 'completed' });
+      for (let n = 1; n <= 10; n += 1) insertRow(t.db, { job_id: jobId, row_number: n, state: 'succeeded', attempts: 1, updated_at: iso(t0 + 300 * n) });
+      for (let s = 1; s <= 4; s += 1) {
+        insertSample(t.db, { run_id: runId, elapsed_ms: s * 1000, at: iso(t0 + s * 1000), concurrency_limit: 4, in_flight: 2, attempts: 3, throttled: 0, errors: 0, rows_done: 3, latency_p50_ms: 60 });
+      }
+      // Rows 11 and 12 were left in doubt; 8 s after the run ended, ops settled them as succeeded.
+      const resolvedAt = iso(t0 + 12_000);
+      for (const n of [11, 12]) {
+        insertRow(t.db, { job_id: jobId, row_number: n, state: 'succeeded', attempts: 1, updated_at: resolvedAt });
+        t.db.prepare(`INSERT INTO resolutions (job_id, row_number, from_state, to_state, note, resolved_at) VALUES (?, ?, 'in_doubt', 'succeeded', 'checked', ?)`)
+          .run(jobId, n, resolvedAt);
+      }
+      const report = expectReportMatchesSql(t, jobId);
+      expect(report.timeline.rows_outside_runs).toBe(2);
+      const [segment] = report.timeline.segments;
+      expect(segment?.end).toBe(iso(t0 + 4000));
+      expect(segment?.buckets.reduce((n, b) => n + b.rows_completed, 0)).toBe(10);
+    } finally {
+      t.remove();
+    }
+  });
+
   it('keeps hostile text out of the terminal: no control characters, 80 columns', () => {
     const t = createTempLedger();
     try {
