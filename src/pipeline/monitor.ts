@@ -10,7 +10,7 @@ import type { Ledger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
-import { settledLimitOf, settledPaceOf } from '../report/timeline.js';
+import { partnerSetLimit, settledLimitOf, settledPaceOf, type LimitSample } from '../report/timeline.js';
 import { settleInDoubt, type AdviceTarget } from '../advice.js';
 
 const SAMPLE_EVERY_MS = 1000;
@@ -47,11 +47,17 @@ export class RunMonitor {
   #windowThrottled = 0;
   #windowErrors = 0;
   #windowAttempts = 0;
-  /** The limit of every sample, in time order (one a second: small even for a night's run). */
-  readonly #limits: number[] = [];
+  /** Limit, requests in flight and pushback of every sample, in time order (one a second: small even for a night's run). */
+  readonly #samples: LimitSample[] = [];
   /** The pace of every sample (null: not pacing), in time order. */
   readonly #paces: (number | null)[] = [];
-  #answered = false;
+  /**
+   * Samples up to the last one in which the partner answered (an answer other than a transient
+   * failure), as `report` counts them: later ones show the back-off of an outage, not its limit.
+   */
+  #answeredSamples = 0;
+  /** True when a sample after that one saw failures: the partner stopped answering before the run ended. */
+  #silentAtEnd = false;
   #stopped = false;
 
   constructor(
@@ -112,24 +118,36 @@ export class RunMonitor {
     this.#sample(client, rowsDone());
   }
 
-  /** Where the limit settled (as `report` says it); null when nothing was answered. */
-  get settledLimit(): number | null {
-    return this.#answered ? (settledLimitOf(this.#limits)?.limit ?? null) : null;
-  }
-
-  /** The pace (requests/s) the run settled at, when it was pacing (a rate cap); null otherwise. */
-  get settledPace(): number | null {
-    return this.#answered ? settledPaceOf(this.#paces) : null;
+  /**
+   * Where the limit settled, as `report` says it: from the samples up to the partner's last answer
+   * (`beforeSilence` when it stopped answering before the run ended), the pace when the run was
+   * pacing then (a rate cap), and `heldByRun` when that limit, below `ceiling`, is not one the
+   * partner set (see `partnerSetLimit`): our side held the sends back. Null when the partner
+   * answered nothing.
+   */
+  settled(ceiling: number): { limit: number; pace: number | null; beforeSilence: boolean; heldByRun: boolean } | null {
+    const samples = this.#samples.slice(0, this.#answeredSamples);
+    const settled = settledLimitOf(samples.map((x) => x.lim));
+    if (settled === null) return null;
+    return {
+      limit: settled.limit,
+      pace: settledPaceOf(this.#paces.slice(0, this.#answeredSamples)),
+      beforeSilence: this.#silentAtEnd,
+      heldByRun: settled.limit < ceiling && !partnerSetLimit(samples, settled.limit, ceiling),
+    };
   }
 
   #sample(client: PartnerClient, rowsDone: number): void {
     const s = client.takeSample();
     const elapsedMs = performance.now() - this.#startedAt;
-    if (s.attempts > 0) this.#answered = true;
     const limit = Math.round(s.limit * 100) / 100;
     const paceRate = s.paceRate === null ? null : Math.round(s.paceRate * 100) / 100;
-    this.#limits.push(limit);
+    this.#samples.push({ lim: limit, inFlight: s.inFlight, pushedBack: s.throttled + s.errors });
     this.#paces.push(paceRate);
+    if (s.attempts > s.errors) {
+      this.#answeredSamples = this.#samples.length;
+      this.#silentAtEnd = false;
+    } else if (s.errors > 0) this.#silentAtEnd = true;
     this.ledger.recordRunSample(this.runId, {
       elapsedMs,
       concurrencyLimit: limit,

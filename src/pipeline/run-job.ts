@@ -99,10 +99,18 @@ export interface RunJobResult {
   limitedTo: number | null;
   /** True when the input had no data rows at all (a header only, or nothing). */
   emptyInput: boolean;
-  /** Requests the run allowed in flight at its end (adaptive concurrency); null when nothing was sent. */
+  /**
+   * Requests the run allowed in flight at its end (adaptive concurrency), or when the partner last
+   * answered if it stopped answering before (`settledBeforeSilence`); null when it answered nothing.
+   */
   settledLimit: number | null;
+  settledBeforeSilence: boolean;
+  /** True when that limit, below the ceiling, was held by our side (`--rate`, a slow input), not set by the partner. */
+  limitHeldByRun: boolean;
   /** `--concurrency`: the most the run could allow. */
   ceiling: number;
+  /** `--rate` in requests/s; null without one. */
+  rateCap: number | null;
   /** Rows another job had sent (duplicate) or had had rejected (rejected), so that this job did not send them. */
   byOtherJobs: ReturnType<typeof readRowsByOtherJobs>;
   /** Requests per second the run was paced at by its end (a rate cap the partner showed); null when it was not pacing. */
@@ -159,6 +167,16 @@ function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; 
   };
 }
 
+/** The result's settled figures from the monitor's (null: not adaptive, or the partner answered nothing). */
+function settledFigures(settled: ReturnType<RunMonitor['settled']>): Pick<RunJobResult, 'settledLimit' | 'settledPace' | 'settledBeforeSilence' | 'limitHeldByRun'> {
+  return {
+    settledLimit: settled?.limit ?? null,
+    settledPace: settled?.pace ?? null,
+    settledBeforeSilence: settled?.beforeSilence ?? false,
+    limitHeldByRun: settled?.heldByRun ?? false,
+  };
+}
+
 export function exitCodeFor(end: RunEnd, counts: Record<RowState, number>): 0 | 1 | 3 {
   if (end !== 'completed') return 3;
   return DATA_PROBLEM_STATES.some((s) => counts[s] > 0) ? 1 : 0;
@@ -189,7 +207,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       return {
         job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
-        emptyInput: latest.total_rows === 0, settledLimit: null, ceiling: options.concurrency, settledPace: null, exitCode: exitCodeFor('completed', counts),
+        emptyInput: latest.total_rows === 0, ...settledFigures(null), ceiling: options.concurrency, rateCap: null, exitCode: exitCodeFor('completed', counts),
         byOtherJobs: readRowsByOtherJobs(ledger.db, latest.id),
         unreadableAnswers: readUnreadableAnswers(ledger.db, latest.id),
       };
@@ -299,10 +317,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         rowsSkipped: runner.rowsSkipped,
         limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null,
         emptyInput,
-        // A partner that never answered showed no limit: the window only shrank on our failures.
-        settledLimit: options.adaptive === true && target.client.answered ? monitor.settledLimit : null,
+        ...settledFigures(options.adaptive === true ? monitor.settled(options.concurrency) : null),
         ceiling: options.concurrency,
-        settledPace: options.adaptive === true && target.client.answered ? monitor.settledPace : null,
+        rateCap: options.rate !== undefined && options.rate > 0 ? options.rate : null,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
         byOtherJobs: readRowsByOtherJobs(ledger.db, job.id),

@@ -59,14 +59,20 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   lines.push(`ledger       ${ledger.path}`);
   if (!result.alreadyCompleted) lines.push(`duration     ${(result.durationMs / 1000).toFixed(1)} s${result.resumed ? ' (resumed)' : ''}`);
   if (result.haltReason !== null) lines.push(`stopped      ${result.haltReason}`);
+  // After an outage the figures are from before it: the back-off since says nothing of the partner's limit.
+  const when = result.settledBeforeSilence ? 'when the partner last answered' : 'at the end';
   if (result.settledLimit !== null) {
-    const allowed = `in flight    ${Math.round(result.settledLimit * 10) / 10} requests allowed at the end`;
+    const allowed = `in flight    ${Math.round(result.settledLimit * 10) / 10} requests allowed ${when}`;
     // At the ceiling the partner showed no limit of its own: the number is the user's, not a finding.
+    // Nor below it when the run seldom filled its window and met no 429 or failure.
+    const heldBy = result.rateCap === null ? 'the run had fewer requests to send than it allowed' : `--rate ${result.rateCap}/s held the sends back`;
     lines.push(result.settledLimit >= result.ceiling
       ? `${allowed}: the --concurrency ceiling (the partner's answers never called for fewer)`
-      : `${allowed} (adaptive concurrency: where the partner's answers led it)`);
+      : result.limitHeldByRun
+        ? `${allowed} (adaptive concurrency; ${heldBy}, so the window seldom filled: no limit of the partner's)`
+        : `${allowed} (adaptive concurrency: where the partner's answers led it)`);
   }
-  if (result.settledPace !== null) lines.push(`pace         ${Math.round(result.settledPace * 10) / 10} requests/s at the end (paced since the partner's 429s: about its rate limit)`);
+  if (result.settledPace !== null) lines.push(`pace         ${Math.round(result.settledPace * 10) / 10} requests/s ${when} (paced since the partner's 429s: about its rate limit)`);
   lines.push('', 'rows by state');
   for (const state of ROW_STATES) {
     if (counts[state] === 0) continue;

@@ -178,26 +178,58 @@ export function settledPaceOf(paces: readonly (number | null)[]): number | null 
   return paced.length === 0 || paced.length * 2 < span.length ? null : percentileOf(paced, 50);
 }
 
+/** Of one sample: the limit, the mean requests in flight, and the 429s and transient failures. */
+export interface LimitSample {
+  lim: number;
+  inFlight: number;
+  pushedBack: number;
+}
+
+/**
+ * True when a run's limit was one the partner set, from its samples up to its last answer: below
+ * its `--concurrency`, and the run pushed against it (429s or errors) or kept its window in use
+ * (half of it in flight) in most samples. Otherwise our own side held the run back (`--rate`, rows
+ * read slower than the partner answers, a small input): the window never had to move.
+ */
+export function partnerSetLimit(samples: readonly LimitSample[], settledLimit: number, ceiling: unknown): boolean {
+  const inUse = samples.filter((x) => x.inFlight >= x.lim / 2).length;
+  const belowCeiling = typeof ceiling !== 'number' || settledLimit < ceiling;
+  return belowCeiling && (samples.some((x) => x.pushedBack > 0) || inUse >= samples.length / 2);
+}
+
 /** The samples a run's settled figures are taken from: its last quarter, at least its last 10. */
 function settledSpan<T>(samples: readonly T[]): T[] {
   return samples.slice(-Math.min(samples.length, Math.max(10, Math.ceil(samples.length / 4))));
 }
 
 /**
+ * The samples of run `s` that can say where its limit settled: those up to its last one in which
+ * the partner answered (an answer other than a transient failure; a 429 counts). Later ones (an
+ * outage that halted the run, a breaker open until Ctrl-C) show our back-off, not the partner's
+ * limit: the window cut by failures and probes. A run the partner never answered has none. `run`:
+ * the SQL of the run's id, constant over the query it bounds (`@run`, an outer table's id).
+ */
+const answeredUntil = (run: string): string =>
+  `(SELECT MAX(a.elapsed_ms) FROM run_samples a WHERE a.run_id = ${run} AND a.attempts > a.errors)`;
+
+/**
  * Where the limit settled in a job (the report's figure): in its latest run with a minute of
- * samples, else in the run with the most. (Where `run` starts: {@link readStartingLimit}.)
+ * samples up to its last answer, else in the run with the most. (Where `run` starts:
+ * {@link readStartingLimit}.)
  */
 export function readSettledLimit(db: Db, jobId: number): { runId: number; limit: number; samples: number; pace: number | null } | null {
-  // Runs the partner answered only (an answer other than a transient failure): a run it never
-  // answered shows our back-off, not its limit.
-  const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?)
-     GROUP BY run_id HAVING TOTAL(attempts - errors) > 0 ORDER BY run_id`)
+  // The bound is worked out once per run: as a subquery of each sample it would be once per sample.
+  const perRun = db.prepare(`WITH answered AS (SELECT run_id, MAX(elapsed_ms) AS until FROM run_samples
+       WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) AND attempts > errors GROUP BY run_id)
+     SELECT s.run_id, COUNT(*) AS n FROM answered JOIN run_samples s ON s.run_id = answered.run_id AND s.elapsed_ms <= answered.until
+     GROUP BY s.run_id ORDER BY s.run_id`)
     .all(jobId) as { run_id: number; n: number }[];
   const run = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
     ?? perRun.reduce<{ run_id: number; n: number } | undefined>((best, r) => (best === undefined || r.n >= best.n ? r : best), undefined);
   if (run === undefined) return null;
-  const samples = db.prepare('SELECT concurrency_limit AS lim, pace_rate AS pace FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms')
-    .all(run.run_id) as { lim: number; pace: number | null }[];
+  const samples = db.prepare(`SELECT concurrency_limit AS lim, pace_rate AS pace FROM run_samples WHERE run_id = @run AND concurrency_limit IS NOT NULL
+     AND elapsed_ms <= ${answeredUntil('@run')} ORDER BY elapsed_ms`)
+    .all({ run: run.run_id }) as { lim: number; pace: number | null }[];
   const settled = settledLimitOf(samples.map((x) => x.lim));
   return settled === null ? null : { runId: run.run_id, ...settled, pace: settledPaceOf(samples.map((x) => x.pace)) };
 }
@@ -212,9 +244,8 @@ export function readSettledLimit(db: Db, jobId: number): { runId: number; limit:
  * answered. A run killed and not yet settled (still `running`) counts as the crash it was.
  * Preferred: the latest run with a minute of samples, else the latest.
  *
- * `used` tells whether that limit is one the partner set: below that run's `--concurrency`, and the
- * run pushed against it (429s or errors) or kept its window in use most of the time. Otherwise our
- * own side held the run back (a small input, a low `--concurrency`): the limit is a floor to grow from.
+ * Its samples count up to its last answer ({@link answeredUntil}). `used` tells whether that limit
+ * is one the partner set ({@link partnerSetLimit}); otherwise it is a floor to grow from.
  *
  * `pace`: when the partner set the limit, the pace that run settled at ({@link settledPaceOf}); else null.
  */
@@ -226,7 +257,7 @@ export function readStartingLimit(
     `SELECT runId, jobId, ceiling FROM (
        SELECT r.id AS runId, r.job_id AS jobId, json_extract(r.options_json, '$.concurrency') AS ceiling,
               (SELECT COUNT(*) FROM (SELECT 1 FROM run_samples s WHERE s.run_id = r.id AND s.concurrency_limit IS NOT NULL
-                                     LIMIT ${SETTLED_MIN_SAMPLES})) AS n
+                                     AND s.elapsed_ms <= ${answeredUntil('r.id')} LIMIT ${SETTLED_MIN_SAMPLES})) AS n
        FROM runs r JOIN jobs j ON j.id = r.job_id
        WHERE j.environment = ? AND j.operation = ? AND rtrim(j.base_url, '/') = rtrim(?, '/')
          AND r.status NOT IN ('halted', 'failed') AND json_extract(r.options_json, '$.adaptive') IS NOT 0
@@ -236,13 +267,11 @@ export function readStartingLimit(
   if (run === undefined) return null;
   const samples = db.prepare(
     `SELECT concurrency_limit AS lim, in_flight AS inFlight, throttled + errors AS pushedBack, pace_rate AS pace
-     FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL ORDER BY elapsed_ms`,
-  ).all(run.runId) as { lim: number; inFlight: number; pushedBack: number; pace: number | null }[];
+     FROM run_samples WHERE run_id = @run AND concurrency_limit IS NOT NULL AND elapsed_ms <= ${answeredUntil('@run')} ORDER BY elapsed_ms`,
+  ).all({ run: run.runId }) as { lim: number; inFlight: number; pushedBack: number; pace: number | null }[];
   const settled = settledLimitOf(samples.map((x) => x.lim));
   if (settled === null) return null;
-  const inUse = samples.filter((x) => x.inFlight >= x.lim / 2).length;
-  const belowCeiling = typeof run.ceiling !== 'number' || settled.limit < run.ceiling;
-  const used = belowCeiling && (samples.some((x) => x.pushedBack > 0) || inUse >= samples.length / 2);
+  const used = partnerSetLimit(samples, settled.limit, run.ceiling);
   const pace = used ? settledPaceOf(samples.map((x) => x.pace)) : null;
   return { jobId: run.jobId, runId: run.runId, ...settled, used, pace };
 }

@@ -83,6 +83,14 @@ describe('run', () => {
     expect(result.stdout).toContain("in flight    1 requests allowed at the end: the --concurrency ceiling (the partner's answers never called for fewer)\n");
   });
 
+  it('says when --rate, not the partner, held the window below the ceiling', async () => {
+    // 200 rows at 40/s from a partner that answers at once: about 1 request in flight, never half the
+    // window of 4 a cold start allows, so the window never had to move.
+    const result = await run(['--concurrency', '8', '--rate', '40']);
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stdout).toContain("in flight    4 requests allowed at the end (adaptive concurrency; --rate 40/s held the sends back, so the window seldom filled: no limit of the partner's)\n");
+  });
+
   it('sends nothing when a completed job is run again, and starts a new job for a changed file', async () => {
     expect((await run([])).code).toBe(1);
     const quotes = sandbox.stats().operations.quote.received;

@@ -164,20 +164,21 @@ export function errorRowsBySql(db: Db, jobId: number): Record<string, number> {
 }
 
 /**
- * The partner figures by SQL, and the settled limit as docs/ledger.md defines it: the run is the
- * latest with at least 60 samples (else the one with the most), the limit the lower median of its
- * last max(10, ceil(n/4)) samples.
+ * The partner figures by SQL, and the settled limit as docs/ledger.md defines it: a run's samples
+ * up to its last one with an answer (attempts > errors); the run is the latest with at least 60 of
+ * them (else the one with the most), the limit the lower median of its last max(10, ceil(n/4)).
  */
 export function partnerBySql(db: Db, jobId: number) {
   const ofJob = 'run_id IN (SELECT id FROM runs WHERE job_id = ?)';
-  const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE ${ofJob} GROUP BY run_id HAVING SUM(attempts) > SUM(errors) ORDER BY run_id`)
+  const answered = 'elapsed_ms <= (SELECT MAX(a.elapsed_ms) FROM run_samples a WHERE a.run_id = run_samples.run_id AND a.attempts > a.errors)';
+  const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE ${ofJob} AND ${answered} GROUP BY run_id ORDER BY run_id`)
     .all(jobId) as { run_id: number; n: number }[];
   const long = perRun.filter((r) => r.n >= 60);
   const chosen = long.length > 0 ? long[long.length - 1] : [...perRun].sort((a, b) => b.n - a.n || b.run_id - a.run_id)[0];
   let limits: number[] = [];
   let paces: number[] = [];
   if (chosen !== undefined) {
-    const all = db.prepare('SELECT concurrency_limit AS lim, pace_rate AS pace FROM run_samples WHERE run_id = ? ORDER BY elapsed_ms')
+    const all = db.prepare(`SELECT concurrency_limit AS lim, pace_rate AS pace FROM run_samples WHERE run_id = ? AND ${answered} ORDER BY elapsed_ms`)
       .all(chosen.run_id) as { lim: number | null; pace: number | null }[];
     const last = all.slice(-Math.max(10, Math.ceil(all.length / 4)));
     limits = last.flatMap((x) => (x.lim === null ? [] : [x.lim])).sort((a, b) => a - b);

@@ -5,6 +5,7 @@ import {
   resolveJobId, DEFAULT_TABLE_WIDTH as TABLE_WIDTH, type Report,
 } from '../../src/report/index.js';
 import { jobStatusLabel, runStatusLabel, stoppedNote } from '../../src/report/_buckets.js';
+import { readStartingLimit } from '../../src/report/timeline.js';
 import { QuoteBatchError } from '../../src/errors.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { buildEmptyJob } from '../fixtures/report/empty-job.js';
@@ -291,6 +292,38 @@ describe('buildReport on edge cases', () => {
         expect(html, series).toMatch(new RegExp(`<circle class="mark ${series}" cx="[\\d.]+" cy="[\\d.]+" r="3.5"`));
         expect(html, series).not.toContain(`<path class="mark ${series}"`);
       }
+    } finally {
+      t.remove();
+    }
+  });
+
+  it('takes the settled limit from before an outage that halted a run, not from the back-off after it', () => {
+    const t = createTempLedger();
+    try {
+      const t0 = Date.now() - 600_000;
+      const jobId = insertJob(t.db, { status: 'completed', created_at: iso(t0) });
+      const options = '{"concurrency":8,"adaptive":true}';
+      // Run 1: 20 s at its ceiling of 8 with every request answered, then 25 s of a partner down
+      // (every request a failure; the window cut to 1), then halted. Run 2: 3 s at 8, completed.
+      const run1 = insertRun(t.db, { job_id: jobId, started_at: iso(t0), finished_at: iso(t0 + 45_000), status: 'halted', options_json: options });
+      for (let s = 1; s <= 45; s += 1) {
+        const down = s > 20;
+        insertSample(t.db, {
+          run_id: run1, elapsed_ms: s * 1000, at: iso(t0 + s * 1000), concurrency_limit: down ? Math.max(1, 8 * 0.8 ** (s - 20)) : 8,
+          in_flight: down ? 1 : 8, attempts: down ? (s % 2) : 80, throttled: 0, errors: down ? (s % 2) : 0, rows_done: down ? 0 : 80, latency_p50_ms: down ? null : 100,
+        });
+      }
+      const t1 = t0 + 100_000;
+      const run2 = insertRun(t.db, { job_id: jobId, started_at: iso(t1), finished_at: iso(t1 + 3000), status: 'completed', options_json: options });
+      for (let s = 1; s <= 3; s += 1) {
+        insertSample(t.db, { run_id: run2, elapsed_ms: s * 1000, at: iso(t1 + s * 1000), concurrency_limit: 8, in_flight: 8, attempts: 80, throttled: 0, errors: 0, rows_done: 80, latency_p50_ms: 100 });
+      }
+      const report = expectReportMatchesSql(t, jobId);
+      // Run 1 has the most samples the partner answered (20 against 3): its last 10 of them.
+      expect(report.partner).toMatchObject({ settled_run_id: run1, settled_limit: 8, settled_samples: 10, settled_ceiling: 8 });
+      expect(renderTable(report)).toContain("Partner's limit: settled at 8 requests in flight (the --concurrency ceiling: no lower limit shown)\n");
+      // Where a run starts the next night: halted runs are not remembered at all; run 2 is.
+      expect(readStartingLimit(t.db, { environment: 'sandbox', operation: 'quote', baseUrl: 'http://127.0.0.1:4010' })?.runId).toBe(run2);
     } finally {
       t.remove();
     }

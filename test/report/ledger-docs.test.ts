@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { buildReport, type Report } from '../../src/report/index.js';
 import { ROW_STATES, STOPPED_IN_FLIGHT } from '../../src/ledger/index.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
-import { createTempLedger, insertAttempt, type TempLedger } from './_ledger.js';
+import { createTempLedger, insertAttempt, insertSample, type TempLedger } from './_ledger.js';
 
 const DOC = new URL('../../docs/ledger.md', import.meta.url);
 
@@ -39,6 +39,15 @@ describe('docs/ledger.md', () => {
       job_id: fixture.jobId, row_number: 1, run_id: runId, kind: 'quote', started_at: '2026-01-01T00:00:00.000Z',
       duration_ms: 987_654, http_status: null, error_code: STOPPED_IN_FLIGHT, outcome: 'in_doubt',
     });
+    // The run's last 40 seconds: an outage (every request a transient failure, the window cut to 1).
+    // `report` leaves them out of the settled limit, and so must the docs' SQL.
+    const last = t.db.prepare('SELECT MAX(elapsed_ms) AS ms, MAX(at) AS at FROM run_samples WHERE run_id = ?').get(runId) as { ms: number; at: string };
+    for (let s = 1; s <= 40; s += 1) {
+      insertSample(t.db, {
+        run_id: runId, elapsed_ms: last.ms + s * 1000, at: new Date(Date.parse(last.at) + s * 1000).toISOString(), concurrency_limit: 1,
+        in_flight: 1, attempts: s % 3 === 0 ? 0 : 1, throttled: 0, errors: s % 3 === 0 ? 0 : 1, rows_done: 0, latency_p50_ms: null,
+      });
+    }
     report = buildReport(t.db, fixture.jobId);
     analyst = new Database(t.path, { readonly: true, fileMustExist: true });
   });
@@ -80,6 +89,8 @@ describe('docs/ledger.md', () => {
     const sql = /^ {2}```sql\n([\s\S]*?)^ {2}```$/m.exec(section)?.[1];
     expect(sql).toBeDefined();
     expect(report.partner.settled_limit).not.toBeNull();
+    // Not the outage's window of 1: from before it.
+    expect(report.partner.settled_limit).toBeGreaterThan(1);
     expect(analyst.prepare(sql as string).all()).toEqual([{ settled_limit: report.partner.settled_limit }]);
   });
 

@@ -86,6 +86,13 @@ describe('a partner that accepts connections and never answers', () => {
     expect(result.stderr).toMatch(/warning: run finished: job not completed: the partner looks down/);
     expect(result.stdout).toMatch(/in doubt: they may have reached the partner/);
     expect(readLedger(ledger).runs.at(-1)?.status).toBe('halted');
+    // Where the limit stood when the partner last answered, as `report` says it: not the window the
+    // outage's failures and probes cut it to since.
+    const allowed = /\nin flight {4}([\d.]+) requests allowed when the partner last answered/.exec(result.stdout);
+    expect(allowed, result.stdout).not.toBeNull();
+    const report = await startCli(['report', '--ledger', ledger, '--format', 'json'], { cwd: files.dir }).done;
+    const partnerFigures = (JSON.parse(report.stdout) as { partner: { settled_limit: number } }).partner;
+    expect(Number(allowed?.[1])).toBe(Math.round(partnerFigures.settled_limit * 10) / 10);
     expect(partner.duplicateLeads()).toEqual([]);
     expectNoSecrets('dead partner', [result], ledger);
   }, 150_000);
