@@ -243,7 +243,8 @@ function partnerSentence(report: Report): string {
       : `No per-second samples in this ledger (a run of an older quote-batch, or none yet), so the limit over time is unknown; ${share}`;
   }
   const paced = p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s since the partner's 429s (about its rate limit)`;
-  const ceiling = settledAtCeiling(p) ? ', its --concurrency ceiling: the partner showed no lower limit' : '';
+  const ceiling = settledAtCeiling(p) ? ', its --concurrency ceiling: the partner showed no lower limit'
+    : p.settled_held_by_run ? ', where the run left it: it seldom filled that window and met no 429 or failure (--rate held the sends back, or rows came slower than the partner answered), so the partner showed no limit' : '';
   return `Run ${p.settled_run_id ?? '–'} settled at ${formatFixed(p.settled_limit, 0)} requests in flight (the median limit of its last ${formatInteger(p.settled_samples)} seconds)${ceiling}${paced}; `
     + `the limit peaked at ${formatFixed(p.limit_max, 0)} and requests in flight at ${formatFixed(p.in_flight_max, 0)}. ${share}`;
 }

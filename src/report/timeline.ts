@@ -217,7 +217,10 @@ const answeredUntil = (run: string): string =>
  * samples up to its last answer, else in the run with the most. (Where `run` starts:
  * {@link readStartingLimit}.)
  */
-export function readSettledLimit(db: Db, jobId: number): { runId: number; limit: number; samples: number; pace: number | null } | null {
+export function readSettledLimit(
+  db: Db,
+  jobId: number,
+): { runId: number; limit: number; samples: number; pace: number | null; answered: LimitSample[] } | null {
   // The bound is worked out once per run: as a subquery of each sample it would be once per sample.
   const perRun = db.prepare(`WITH answered AS (SELECT run_id, MAX(elapsed_ms) AS until FROM run_samples
        WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) AND attempts > errors GROUP BY run_id)
@@ -227,11 +230,11 @@ export function readSettledLimit(db: Db, jobId: number): { runId: number; limit:
   const run = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
     ?? perRun.reduce<{ run_id: number; n: number } | undefined>((best, r) => (best === undefined || r.n >= best.n ? r : best), undefined);
   if (run === undefined) return null;
-  const samples = db.prepare(`SELECT concurrency_limit AS lim, pace_rate AS pace FROM run_samples WHERE run_id = @run AND concurrency_limit IS NOT NULL
-     AND elapsed_ms <= ${answeredUntil('@run')} ORDER BY elapsed_ms`)
-    .all({ run: run.run_id }) as { lim: number; pace: number | null }[];
+  const samples = db.prepare(`SELECT concurrency_limit AS lim, in_flight AS inFlight, throttled + errors AS pushedBack, pace_rate AS pace
+     FROM run_samples WHERE run_id = @run AND concurrency_limit IS NOT NULL AND elapsed_ms <= ${answeredUntil('@run')} ORDER BY elapsed_ms`)
+    .all({ run: run.run_id }) as (LimitSample & { pace: number | null })[];
   const settled = settledLimitOf(samples.map((x) => x.lim));
-  return settled === null ? null : { runId: run.run_id, ...settled, pace: settledPaceOf(samples.map((x) => x.pace)) };
+  return settled === null ? null : { runId: run.run_id, ...settled, pace: settledPaceOf(samples.map((x) => x.pace)), answered: samples };
 }
 
 /**
@@ -283,6 +286,7 @@ export function readPartner(db: Db, jobId: number): ReportPartner {
   const settled = readSettledLimit(db, jobId);
   const ceiling = settled === null ? undefined
     : db.prepare(`SELECT json_extract(options_json, '$.concurrency') AS c FROM runs WHERE id = ?`).get(settled.runId) as { c: unknown } | undefined;
+  const settledCeiling = typeof ceiling?.c === 'number' ? ceiling.c : null;
   // Answers: not the requests a stopped process left in flight (none came).
   const answers = db.prepare(`SELECT COUNT(*) AS attempts, TOTAL(http_status = 429) AS throttled FROM attempts WHERE job_id = ? AND error_code IS NOT '${STOPPED_IN_FLIGHT}'`)
     .get(jobId) as { attempts: number; throttled: number };
@@ -292,7 +296,9 @@ export function readPartner(db: Db, jobId: number): ReportPartner {
     settled_run_id: settled?.runId ?? null,
     settled_samples: settled?.samples ?? 0,
     settled_pace: settled?.pace ?? null,
-    settled_ceiling: typeof ceiling?.c === 'number' ? ceiling.c : null,
+    settled_ceiling: settledCeiling,
+    settled_held_by_run: settled !== null && (settledCeiling === null || settled.limit < settledCeiling)
+      && !partnerSetLimit(settled.answered, settled.limit, settledCeiling ?? undefined),
     limit_max: all.max_limit,
     in_flight_max: all.max_in_flight,
     attempts: answers.attempts,

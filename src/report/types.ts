@@ -300,6 +300,13 @@ export interface ReportPartner {
    * the user's ceiling, not one the partner showed. Null when unknown (no samples, an older run).
    */
   settled_ceiling: number | null;
+  /**
+   * True when `settled_limit`, below the ceiling, is where our side left the window, not a limit
+   * the partner set: `settled_run_id` kept fewer than half of it in flight in most of its samples
+   * and met no 429 or transient failure (`--rate` held the sends back, or rows came slower than the
+   * partner answered), so the window never had to move.
+   */
+  settled_held_by_run: boolean;
   /** Highest `concurrency_limit` and `in_flight` of any sample. */
   limit_max: number | null;
   in_flight_max: number | null;

@@ -89,6 +89,11 @@ describe('run', () => {
     const result = await run(['--concurrency', '8', '--rate', '40']);
     expect(result.code, result.stderr).toBe(1);
     expect(result.stdout).toContain("in flight    4 requests allowed at the end (adaptive concurrency; --rate 40/s held the sends back, so the window seldom filled: no limit of the partner's)\n");
+    // The report tells the morning's reader the same.
+    const json = await runCli(['report', '--ledger', tmp.path('l.db'), '--format', 'json'], { cwd: tmp.dir });
+    expect(JSON.parse(json.stdout).partner).toMatchObject({ settled_limit: 4, settled_ceiling: 8, settled_held_by_run: true });
+    const table = await runCli(['report', '--ledger', tmp.path('l.db')], { cwd: tmp.dir, env: { COLUMNS: '200' } });
+    expect(table.stdout).toContain("Partner's limit: settled at 4 requests in flight (the run seldom filled it and met no 429: no limit of the partner's)\n");
   });
 
   it('sends nothing when a completed job is run again, and starts a new job for a changed file', async () => {

@@ -186,16 +186,27 @@ export function partnerBySql(db: Db, jobId: number) {
     const paced = last.flatMap((x) => (x.pace === null ? [] : [x.pace])).sort((a, b) => a - b);
     paces = paced.length * 2 >= last.length ? paced : [];
   }
+  const ceiling = chosen === undefined || limits.length === 0 ? null
+    : one<number | null>(db, `SELECT json_extract(options_json, '$.concurrency') FROM runs WHERE id = ?`, chosen.run_id);
+  const settledLimit = limits.length === 0 ? null : limits[Math.ceil(limits.length / 2) - 1] as number;
+  // Held by our side: below the ceiling, no 429 or failure in the run's answered samples, and
+  // fewer than half of them with half the limit in flight.
+  let heldByRun = false;
+  if (chosen !== undefined && settledLimit !== null && (ceiling === null || settledLimit < ceiling)) {
+    const use = db.prepare(`SELECT TOTAL(throttled + errors) AS pushed, TOTAL(in_flight >= concurrency_limit / 2.0) AS inUse, COUNT(*) AS n
+      FROM run_samples WHERE run_id = ? AND concurrency_limit IS NOT NULL AND ${answered}`).get(chosen.run_id) as { pushed: number; inUse: number; n: number };
+    heldByRun = use.pushed === 0 && use.inUse * 2 < use.n;
+  }
   const attempts = one<number>(db, "SELECT COUNT(*) FROM attempts WHERE job_id = ? AND error_code IS NOT 'process_stopped'", jobId);
   const throttled = one<number>(db, 'SELECT COUNT(*) FROM attempts WHERE job_id = ? AND http_status = 429', jobId);
   return {
     samples: one<number>(db, `SELECT COUNT(*) FROM run_samples WHERE ${ofJob}`, jobId),
-    settled_limit: limits.length === 0 ? null : limits[Math.ceil(limits.length / 2) - 1],
+    settled_limit: settledLimit,
     settled_run_id: chosen?.run_id ?? null,
     settled_samples: limits.length,
     settled_pace: paces.length === 0 ? null : paces[Math.ceil(paces.length / 2) - 1],
-    settled_ceiling: chosen === undefined || limits.length === 0 ? null
-      : one<number | null>(db, `SELECT json_extract(options_json, '$.concurrency') FROM runs WHERE id = ?`, chosen.run_id),
+    settled_ceiling: ceiling,
+    settled_held_by_run: heldByRun,
     limit_max: one<number | null>(db, `SELECT MAX(concurrency_limit) FROM run_samples WHERE ${ofJob}`, jobId),
     in_flight_max: one<number | null>(db, `SELECT MAX(COALESCE(in_flight_max, in_flight)) FROM run_samples WHERE ${ofJob}`, jobId),
     attempts,
