@@ -4,6 +4,7 @@
  * binds them to the process. With `--json-log` every line this process writes to standard error
  * is one JSON object (pino), the edge's own messages included.
  */
+import { once } from 'node:events';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { exitCodeOfError, isQuoteBatchError, QuoteBatchError } from './errors.js';
 import type { Io } from './io.js';
@@ -212,13 +213,26 @@ function bindOutput(controller: AbortController, onClosed: () => void): { io: Io
   process.stderr.on('error', () => {
     stderrClosed = true;
   });
+  const closedError = (): QuoteBatchError => new QuoteBatchError('E_OUTPUT_CLOSED', 'standard output was closed by its reader');
   const write = (data: string | Uint8Array): void => {
-    if (stdoutClosed) throw new QuoteBatchError('E_OUTPUT_CLOSED', 'standard output was closed by its reader');
+    // A write to a closed pipe sets `errored` at once; the 'error' event comes once the command yields.
+    if (stdoutClosed || process.stdout.errored !== null) throw closedError();
     process.stdout.write(data);
+  };
+  const drain = async (): Promise<void> => {
+    if (stdoutClosed || process.stdout.errored !== null) throw closedError();
+    if (!process.stdout.writableNeedDrain) return;
+    try {
+      // Rejects on the 'error' event (the reader closed the pipe while the command waited).
+      await once(process.stdout, 'drain');
+    } catch {
+      throw closedError();
+    }
   };
   const io: Io = {
     out: write,
     outBytes: write,
+    drain,
     err: (text) => {
       if (!stderrClosed) process.stderr.write(text);
     },

@@ -11,6 +11,12 @@ export interface Io {
    * falls back to `out`, decoding as UTF-8.
    */
   outBytes?(bytes: Uint8Array): void;
+  /**
+   * Resolves once standard output has taken what was written (its buffer below the high-water mark:
+   * a reader slower than the command holds it back, so a long export stays within memory); rejects
+   * with `E_OUTPUT_CLOSED` once the reader has closed it. Optional: without it, writes are not waited for.
+   */
+  drain?(): Promise<void>;
   /** Writes to standard error (progress, logs, warnings, errors). */
   err(text: string): void;
   /** True when standard error is a terminal (progress bar instead of progress lines). */
@@ -42,11 +48,37 @@ export function outputColumns(io: Io): number | undefined {
 
 /**
  * Writes bytes to standard output through `io.outBytes`; an `Io` without it gets them decoded as
- * UTF-8 (a stream decoder, so a character split between two writes stays whole). Call `end()` last.
+ * UTF-8 (a stream decoder, so a character split between two writes stays whole). Each write is
+ * waited for ({@link Io.drain}). Call `end()` last.
  */
-export function outputBytes(io: Io): { write(bytes: Uint8Array): void; end(): void } {
+export function outputBytes(io: Io): { write(bytes: Uint8Array): Promise<void>; end(): void } {
   const { outBytes } = io;
-  if (outBytes !== undefined) return { write: (bytes) => outBytes(bytes), end: () => {} };
+  const drained = async (): Promise<void> => {
+    await io.drain?.();
+  };
+  if (outBytes !== undefined) {
+    return {
+      write: (bytes) => {
+        outBytes(bytes);
+        return drained();
+      },
+      end: () => {},
+    };
+  }
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
-  return { write: (bytes) => io.out(decoder.decode(bytes, { stream: true })), end: () => io.out(decoder.decode()) };
+  return {
+    write: (bytes) => {
+      io.out(decoder.decode(bytes, { stream: true }));
+      return drained();
+    },
+    end: () => io.out(decoder.decode()),
+  };
+}
+
+/** Writes text to standard output through `io.out`, each write waited for ({@link Io.drain}). */
+export function outputText(io: Io): (text: string) => Promise<void> {
+  return async (text) => {
+    io.out(text);
+    await io.drain?.();
+  };
 }

@@ -6,11 +6,11 @@ import { detectInput } from '../input/index.js';
 import { loadMapping, resolveInputOptions } from '../mapping/index.js';
 import { sha256File } from '../pipeline/run-job.js';
 import {
-  checkSourcePositions, exportRows, exportSourceRows, openReportLedger, parseStates, refuseProtectedOut, resolveJobId, writeOutput, writeOutputAsync,
+  checkSourcePositions, exportRows, exportSourceRows, openReportLedger, parseStates, refuseProtectedOut, resolveJobId, writeOutputAsync,
   type ExportFormat, type SourceInput,
 } from '../report/index.js';
 import { inputReadingOf, type Ledger, type RowState } from '../ledger/index.js';
-import { outputBytes } from '../io.js';
+import { outputBytes, outputText } from '../io.js';
 import { jsonLogOption, ledgerPathOf, parseCount, type CommandContext, type RegisterCommand } from './context.js';
 
 interface ExportFlags {
@@ -42,7 +42,7 @@ export const registerExport: RegisterCommand = (program, ctx) => {
         if (outPath !== undefined) refuseProtectedOut(outPath, ledgerPath, ledger);
         const count = flags.format === 'source'
           ? await exportSource(ctx, ledger, { jobId, states }, outPath)
-          : exportOutcomes(ctx, ledger, { jobId, states, format: flags.format }, outPath);
+          : await exportOutcomes(ctx, ledger, { jobId, states, format: flags.format }, outPath);
         ctx.createLogger().info(`exported ${count} rows of job ${jobId}${outPath === undefined ? '' : ` to ${outPath}`}`, {
           event: 'exported', job_id: jobId, rows: count, format: flags.format, out: outPath,
         });
@@ -53,9 +53,9 @@ export const registerExport: RegisterCommand = (program, ctx) => {
     });
 };
 
-function exportOutcomes(ctx: CommandContext, ledger: Ledger, options: Parameters<typeof exportRows>[1], outPath: string | undefined): number {
-  if (outPath === undefined) return exportRows(ledger.db, options, ctx.io.out);
-  return writeOutput(outPath, (write) => exportRows(ledger.db, options, write));
+function exportOutcomes(ctx: CommandContext, ledger: Ledger, options: Parameters<typeof exportRows>[1], outPath: string | undefined): Promise<number> {
+  if (outPath === undefined) return exportRows(ledger.db, options, outputText(ctx.io));
+  return writeOutputAsync(outPath, (write) => exportRows(ledger.db, options, write));
 }
 
 async function exportSource(

@@ -45,11 +45,12 @@ export interface ExportOptions {
 const CHUNK_CHARS = 64 * 1024;
 
 /**
- * Writes the rows of a job, in row order, through `write` (called with chunks of whole lines).
- * CSV starts with a header line and guards text cells against spreadsheet formulas (see
- * `formatCsvCell`); NDJSON writes values as stored. Returns the number of rows written.
+ * Writes the rows of a job, in row order, through `write` (called with chunks of whole lines; the
+ * next chunk waits for the promise it may return: a slow reader holds the export back). CSV starts
+ * with a header line and guards text cells against spreadsheet formulas (see `formatCsvCell`);
+ * NDJSON writes values as stored. Resolves with the number of rows written.
  */
-export function exportRows(db: Database.Database, options: ExportOptions, write: (chunk: string) => void): number {
+export async function exportRows(db: Database.Database, options: ExportOptions, write: (chunk: string) => void | Promise<void>): Promise<number> {
   const states = options.states ?? [];
   const where = states.length === 0 ? '' : ` AND state IN (${states.map(() => '?').join(', ')})`;
   const stmt = db.prepare(`SELECT ${EXPORT_COLUMNS.join(', ')} FROM rows WHERE job_id = ?${where} ORDER BY row_number`);
@@ -59,11 +60,11 @@ export function exportRows(db: Database.Database, options: ExportOptions, write:
     buffer += options.format === 'csv' ? formatCsvLine(EXPORT_COLUMNS.map((c) => row[c])) : `${JSON.stringify(row)}\n`;
     count += 1;
     if (buffer.length >= CHUNK_CHARS) {
-      write(buffer);
+      await write(buffer);
       buffer = '';
     }
   }
-  if (buffer !== '') write(buffer);
+  if (buffer !== '') await write(buffer);
   return count;
 }
 

@@ -67,7 +67,7 @@ interface LedgerRow {
  * has a recorded position ({@link checkSourcePositions}) and that the input is the file the job
  * read (its SHA-256). Returns the rows written.
  */
-export async function exportSourceRows(db: Database.Database, options: SourceExportOptions, write: (chunk: Buffer) => void): Promise<number> {
+export async function exportSourceRows(db: Database.Database, options: SourceExportOptions, write: (chunk: Buffer) => void | Promise<void>): Promise<number> {
   const { input } = options;
   const csv = input.format !== 'ndjson';
   const selected = new Set(options.states);
@@ -115,6 +115,7 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
       if (csv && replaced && record !== null) record = withoutExportCells(record, input.delimiter, fields);
       out.push(csv ? csvRecord(record, row, input.delimiter, eol, fields - (replaced ? SOURCE_EXPORT_COLUMNS.length : 0)) : ndjsonRecord(record, row, terminator));
       count += 1;
+      await out.written();
     };
     const rows = db.prepare(
       `SELECT row_number, source_offset, source_line, state, error_code, error_message FROM rows WHERE job_id = ? ORDER BY row_number`,
@@ -125,6 +126,7 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
     }
     await flush(undefined);
     out.end();
+    await out.written();
   } finally {
     cursor.close();
   }
@@ -298,12 +300,19 @@ function isJsonSpace(byte: number | undefined): boolean {
   return byte === SPACE || byte === TAB || byte === LF || byte === CR;
 }
 
-/** Gathers chunks into writes of about {@link CHUNK_BYTES}. */
+/** Gathers chunks into writes of about {@link CHUNK_BYTES}; `written` waits for the last one taken. */
 class ChunkedWriter {
   #parts: Buffer[] = [];
   #length = 0;
+  #writing: Promise<void>[] = [];
 
-  constructor(private readonly write: (chunk: Buffer) => void) {}
+  constructor(private readonly write: (chunk: Buffer) => void | Promise<void>) {}
+
+  async written(): Promise<void> {
+    const writing = this.#writing;
+    this.#writing = [];
+    await Promise.all(writing);
+  }
 
   push(bytes: Buffer): void {
     this.#parts.push(bytes);
@@ -313,7 +322,12 @@ class ChunkedWriter {
 
   end(): void {
     if (this.#length === 0) return;
-    this.write(this.#parts.length === 1 ? (this.#parts[0] as Buffer) : Buffer.concat(this.#parts, this.#length));
+    const writing = this.write(this.#parts.length === 1 ? (this.#parts[0] as Buffer) : Buffer.concat(this.#parts, this.#length));
+    if (writing !== undefined) {
+      // Awaited by `written`; a rejection before then (the reader gone) is not an unhandled one.
+      writing.catch(() => {});
+      this.#writing.push(writing);
+    }
     this.#parts = [];
     this.#length = 0;
   }

@@ -22,9 +22,9 @@ const asText = (row: Record<string, unknown>): Record<string, string> =>
 /** Undoes the spreadsheet-formula guard, as someone re-importing the file would. */
 const unguard = (cell: string): string => (/^'[=+\-@\t\r]/.test(cell) ? cell.slice(1) : cell);
 
-function exportToString(db: Db, jobId: number, states: readonly string[], format: 'csv' | 'ndjson'): { text: string; count: number } {
+async function exportToString(db: Db, jobId: number, states: readonly string[], format: 'csv' | 'ndjson'): Promise<{ text: string; count: number }> {
   let text = '';
-  const count = exportRows(db, { jobId, states: parseStatesOrAll(states), format }, (chunk) => {
+  const count = await exportRows(db, { jobId, states: parseStatesOrAll(states), format }, (chunk) => {
     text += chunk;
   });
   return { text, count };
@@ -51,10 +51,10 @@ describe('export round-trips: the rows listed are exactly the rows of those stat
   ];
 
   for (const [name, states] of cases) {
-    it(`CSV: ${name}`, () => {
+    it(`CSV: ${name}`, async () => {
       for (const jobId of [fixture.jobId, hostileJob]) {
         const expected = rowsBySql(t.db, jobId, states).map(asText);
-        const { text, count } = exportToString(t.db, jobId, states, 'csv');
+        const { text, count } = await exportToString(t.db, jobId, states, 'csv');
         const records = parse(text, { columns: true }) as Record<string, string>[];
         expect(count).toBe(expected.length);
         expect(records.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, unguard(v)])))).toEqual(expected);
@@ -65,10 +65,10 @@ describe('export round-trips: the rows listed are exactly the rows of those stat
       }
     });
 
-    it(`NDJSON: ${name}`, () => {
+    it(`NDJSON: ${name}`, async () => {
       for (const jobId of [fixture.jobId, hostileJob]) {
         const expected = rowsBySql(t.db, jobId, states);
-        const { text, count } = exportToString(t.db, jobId, states, 'ndjson');
+        const { text, count } = await exportToString(t.db, jobId, states, 'ndjson');
         const lines = text.split('\n');
         expect(lines.pop()).toBe('');
         expect(count).toBe(expected.length);
@@ -77,8 +77,8 @@ describe('export round-trips: the rows listed are exactly the rows of those stat
     });
   }
 
-  it('writes a CSV header and guards formula cells against spreadsheet injection', () => {
-    const { text } = exportToString(t.db, hostileJob, [], 'csv');
+  it('writes a CSV header and guards formula cells against spreadsheet injection', async () => {
+    const { text } = await exportToString(t.db, hostileJob, [], 'csv');
     expect(text.split('\r\n')[0]).toBe(EXPORT_COLUMNS.join(','));
     const records = parse(text, { columns: true }) as Record<string, string>[];
     for (const r of records) {
@@ -90,7 +90,7 @@ describe('export round-trips: the rows listed are exactly the rows of those stat
     expect(records.some((r) => r.error_message === '+1-555-0100, "quoted", and a comma'.replace(/^/, "'"))).toBe(true);
   });
 
-  it('streams: a large export reaches `write` in bounded chunks', () => {
+  it('streams: a large export reaches `write` in bounded chunks, each waited for', async () => {
     const big = createTempLedger();
     try {
       const jobId = insertJob(big.db, { status: 'completed', created_at: iso(Date.now()) });
@@ -101,15 +101,21 @@ describe('export round-trips: the rows listed are exactly the rows of those stat
       })();
       const sizes: number[] = [];
       let lines = 0;
-      const count = exportRows(big.db, { jobId, format: 'csv' }, (chunk) => {
+      // A reader that takes each chunk a turn later: the next chunk is not made before.
+      let waiting = false;
+      const count = await exportRows(big.db, { jobId, format: 'csv' }, async (chunk) => {
+        expect(waiting).toBe(false);
         sizes.push(chunk.length);
         lines += chunk.split('\r\n').length - 1;
+        waiting = true;
+        await new Promise((resolve) => setImmediate(resolve));
+        waiting = false;
       });
       expect(count).toBe(20_000);
       expect(lines).toBe(20_001);
       expect(sizes.length).toBeGreaterThan(5);
       expect(Math.max(...sizes)).toBeLessThan(64 * 1024 + 1024);
-      expect(exportRows(big.db, { jobId, states: ['failed'], format: 'ndjson' }, () => undefined)).toBe(2_000);
+      expect(await exportRows(big.db, { jobId, states: ['failed'], format: 'ndjson' }, () => undefined)).toBe(2_000);
     } finally {
       big.remove();
     }
