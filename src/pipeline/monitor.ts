@@ -1,9 +1,9 @@
 /**
  * What an unattended run tells its operators while it works (contract §9): the client's breaker
  * and halt events as log lines at their level (warn when the partner looks down and when it is back,
- * with when the run will give up; error when it halts), retries piling up as a warn line at most
- * every half minute, and one `run_samples` row per second (requests allowed and in flight, the pace,
- * answers, 429s, errors, rows done, latency) for the report's charts.
+ * with when the run will give up; error when it halts), retries piling up (at least 5% of requests)
+ * as a warn line at most every half minute, and one `run_samples` row per second (requests allowed
+ * and in flight, the pace, answers, 429s, errors, rows done, latency) for the report's charts.
  */
 import { exitCodeOfError, type ErrorCode } from '../errors.js';
 import type { Ledger } from '../ledger/index.js';
@@ -17,6 +17,18 @@ const SAMPLE_EVERY_MS = 1000;
 /** Transient failures (5xx, time-outs, 429s) within this window that make a warn line. */
 const RETRY_WARN_WINDOW_MS = 30_000;
 const RETRY_WARN_MIN = 5;
+/**
+ * ...and the share of the window's requests they must be. Adaptive concurrency finds a rate cap by
+ * meeting it: 1–3% of requests answered 429 all night is it working, and a warning every half
+ * minute for it taught ops to ignore the line (the ops trial's L3).
+ */
+const RETRY_WARN_MIN_SHARE = 0.05;
+
+/** True when a window's 429s and transient failures are many enough, and a large enough share of its requests, to warn of. */
+export function retriesPileUp(attempts: number, throttled: number, errors: number): boolean {
+  const pushedBack = throttled + errors;
+  return pushedBack >= RETRY_WARN_MIN && pushedBack >= RETRY_WARN_MIN_SHARE * attempts;
+}
 
 const OPERATION_NAMES = { validate: 'agent validation', submit: 'quotes/leads' } as const;
 
@@ -166,7 +178,7 @@ export class RunMonitor {
     this.#windowErrors += s.errors;
     const now = performance.now();
     if (now - this.#windowStartedAt < RETRY_WARN_WINDOW_MS) return;
-    if (this.#windowThrottled + this.#windowErrors >= RETRY_WARN_MIN) {
+    if (retriesPileUp(this.#windowAttempts, this.#windowThrottled, this.#windowErrors)) {
       const seconds = Math.round((now - this.#windowStartedAt) / 1000);
       this.logger.warn(
         `retries piling up: in the last ${seconds} s the partner answered ${this.#windowThrottled} × 429 (slow down) and ${this.#windowErrors} transient failures out of ${this.#windowAttempts} requests; ${Math.round(s.limit * 10) / 10} requests allowed in flight now`,
