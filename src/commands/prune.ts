@@ -30,11 +30,12 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
       try {
         const dryRun = flags.dryRun === true;
         const result = pruneJobs(ledger, { olderThanMs: flags.olderThan, includeUnfinished: flags.includeUnfinished === true, dryRun });
-        const kind = flags.includeUnfinished === true ? 'jobs' : 'completed jobs';
+        const n = result.dropped.length;
+        const kind = `${flags.includeUnfinished === true ? '' : 'completed '}${n === 1 ? 'job' : 'jobs'}`;
         const rows = result.dropped.reduce((sum, job) => sum + job.rows, 0);
-        lines.push(result.dropped.length === 0
+        lines.push(n === 0
           ? `no ${kind} without activity since ${result.cutoff}`
-          : `${dryRun ? 'would drop' : 'dropped'} ${result.dropped.length} ${kind} without activity since ${result.cutoff} (${rows} rows): ${describeJobs(result.dropped)}`);
+          : `${dryRun ? 'would drop' : 'dropped'} ${n} ${kind} without activity since ${result.cutoff} (${rows} ${rows === 1 ? 'row' : 'rows'}): ${describeJobs(result.dropped)}`);
         for (const job of result.keptForOlder) {
           logger.warn(`job ${job.id} kept: an older unfinished job of the same input and mapping stays, and would be resumed without it (drop both with --include-unfinished)`, {
             event: 'prune_kept', job: job.id,

@@ -179,13 +179,13 @@ describe('resolve and prune', () => {
     const ledger = ledgerWith(old);
     const dry = await cli(['prune', '--ledger', ledger, '--older-than', '30d', '--dry-run']);
     expect(dry.code, dry.stderr).toBe(0);
-    expect(dry.stdout).toMatch(/^would drop 1 completed jobs without activity since \S+ \(200 rows\): 1 \(completed, .*leads\.csv\)\n$/);
+    expect(dry.stdout).toMatch(/^would drop 1 completed job without activity since \S+ \(200 rows\): 1 \(completed, .*leads\.csv\)\n$/);
     expect(readLedger(ledger).jobs).toHaveLength(1);
 
     const before = statSync(ledger).size;
     const pruned = await cli(['prune', '--ledger', ledger, '--older-than', '30d', '--vacuum']);
     expect(pruned.code, pruned.stderr).toBe(0);
-    expect(pruned.stdout).toMatch(/^dropped 1 completed jobs .*\nvacuum: ledger \S+ [KM]iB → \S+ KiB\n$/);
+    expect(pruned.stdout).toMatch(/^dropped 1 completed job .*\nvacuum: ledger \S+ [KM]iB → \S+ KiB\n$/);
     expect(readLedger(ledger).jobs).toEqual([]);
     expect(statSync(ledger).size).toBeLessThan(before / 2);
     expect(existsSync(`${ledger}.job-1.lock`)).toBe(false);
@@ -275,7 +275,7 @@ describe('resolve and prune', () => {
       holder.close();
     }
     const dropped = await cli(['prune', '--ledger', ledger, '--older-than', '30d', '--include-unfinished']);
-    expect(dropped.stdout).toMatch(/^dropped 1 jobs/);
+    expect(dropped.stdout).toMatch(/^dropped 1 job without activity/);
     expect(readLedger(ledger).jobs).toEqual([]);
   });
 });
