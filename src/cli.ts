@@ -68,8 +68,9 @@ export async function main(argv: readonly string[]): Promise<void> {
     switch (decideSignal(first, signal, atMs)) {
       case 'stop':
         first = { signal, atMs };
-        // A supervisor's SIGTERM has no Ctrl-C to press: a second signal (after the repeat window) exits at once.
-        edge.notice('warn', `${signal}: finishing the work in hand, then stopping (${signal === 'SIGINT' ? 'press Ctrl-C again' : 'send SIGTERM or SIGINT again'} to exit at once)`, { event: 'signal', signal }, '\n');
+        // A supervisor's SIGTERM has no Ctrl-C to press. A SIGTERM again within 2 s is the same request
+        // (see decideSignal): only a later one exits at once.
+        edge.notice('warn', `${signal}: finishing the work in hand, then stopping (${signal === 'SIGINT' ? 'press Ctrl-C again' : 'send SIGTERM or SIGINT again, 2 s or more after this one,'} to exit at once)`, { event: 'signal', signal }, '\n');
         controller.abort(signal);
         return;
       case 'repeat':
