@@ -8,6 +8,7 @@ import { QuoteBatchError } from '../errors.js';
 import { ROW_STATES, type RowState } from '../ledger/index.js';
 import { sqlList } from './_buckets.js';
 import { formatCsvLine } from './csv.js';
+import { rowsInBatches } from './_keyset.js';
 
 /** The columns of an export, in order (CSV header and NDJSON keys). */
 export const EXPORT_COLUMNS = [
@@ -52,11 +53,13 @@ const CHUNK_CHARS = 64 * 1024;
  */
 export async function exportRows(db: Database.Database, options: ExportOptions, write: (chunk: string) => void | Promise<void>): Promise<number> {
   const states = options.states ?? [];
-  const where = states.length === 0 ? '' : ` AND state IN (${states.map(() => '?').join(', ')})`;
-  const stmt = db.prepare(`SELECT ${EXPORT_COLUMNS.join(', ')} FROM rows WHERE job_id = ?${where} ORDER BY row_number`);
+  const where = states.length === 0 ? '' : ` AND state IN (${states.map((_s, i) => `@s${i}`).join(', ')})`;
+  const sql = `SELECT ${EXPORT_COLUMNS.join(', ')} FROM rows WHERE job_id = @job AND row_number > @after${where} ORDER BY row_number LIMIT @limit`;
+  const params = { job: options.jobId, ...Object.fromEntries(states.map((s, i) => [`s${i}`, s])) };
   let buffer = options.format === 'csv' ? formatCsvLine(EXPORT_COLUMNS) : '';
   let count = 0;
-  for (const row of stmt.iterate(options.jobId, ...states) as IterableIterator<ExportedRow>) {
+  // In batches: no read transaction stays open while a slow reader holds a chunk back.
+  for (const row of rowsInBatches<ExportedRow>(db, sql, params)) {
     buffer += options.format === 'csv' ? formatCsvLine(EXPORT_COLUMNS.map((c) => row[c])) : `${JSON.stringify(row)}\n`;
     count += 1;
     if (buffer.length >= CHUNK_CHARS) {

@@ -18,6 +18,7 @@ import { DEFAULT_MAX_RECORD_BYTES, openInput, type InputFormat, type InputOption
 import type { RowState } from '../ledger/index.js';
 import { formatCsvCell } from './csv.js';
 import { ByteCursor, ChunkedWriter, CHUNK_BYTES } from './_byte-io.js';
+import { rowsInBatches } from './_keyset.js';
 
 /** The columns (NDJSON: keys) appended to each exported record. */
 export const SOURCE_EXPORT_COLUMNS = ['qb_state', 'qb_error_code', 'qb_error_message'] as const;
@@ -116,10 +117,14 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
       count += 1;
       await out.written();
     };
-    const rows = db.prepare(
-      `SELECT row_number, source_offset, source_line, state, error_code, error_message FROM rows WHERE job_id = ? ORDER BY row_number`,
+    // In batches: no read transaction stays open while the input is read or a slow reader holds a chunk back.
+    const rows = rowsInBatches<LedgerRow>(
+      db,
+      `SELECT row_number, source_offset, source_line, state, error_code, error_message FROM rows
+       WHERE job_id = @job AND row_number > @after ORDER BY row_number LIMIT @limit`,
+      { job: options.jobId },
     );
-    for (const row of rows.iterate(options.jobId) as IterableIterator<LedgerRow>) {
+    for (const row of rows) {
       await flush(row);
       if (selected.size === 0 || selected.has(row.state)) pending = row;
     }
