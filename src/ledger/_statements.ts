@@ -97,7 +97,7 @@ export const SQL = {
   countsByState: 'SELECT state, COUNT(*) AS n FROM rows WHERE job_id = ? GROUP BY state',
   insertRunSample:
     `INSERT OR REPLACE INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors,
-       rows_done, latency_p50_ms, pace_rate, in_flight_max) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       rows_done, latency_p50_ms, pace_rate, in_flight_max, submits_answered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   topErrors:
     `SELECT state, error_code, error_message, COUNT(*) AS n FROM rows
      WHERE job_id = ? AND state IN ('rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt')

@@ -494,6 +494,7 @@ export class Ledger {
     this.stmts.insertRunSample.run(
       runId, Math.round(sample.elapsedMs), now(), sample.concurrencyLimit, sample.inFlight, sample.attempts,
       sample.throttled, sample.errors, sample.rowsDone, sample.latencyP50Ms, sample.paceRate ?? null, sample.inFlightMax ?? null,
+      sample.submitsAnswered ?? null,
     );
   }
 

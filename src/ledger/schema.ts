@@ -262,6 +262,14 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE jobs ADD COLUMN input_reader INTEGER;
   `,
+  // 8: run_samples.submits_answered: quote and lead attempts of the sample the partner answered (not
+  // a transient failure; a 429 counts). Where the limit settled is read from the samples up to the
+  // last one with such an answer: agent validations (the breaker's probes among them) can answer
+  // while quotes fail, and their answers say nothing of the quotes' limit. Null before (the
+  // sample's attempts less its errors stand in).
+  `
+  ALTER TABLE run_samples ADD COLUMN submits_answered INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -110,6 +110,8 @@ export interface RunSample {
   paceRate?: number | null;
   /** The most requests in flight at once during the sample; null or absent when not known (migration 5). */
   inFlightMax?: number | null;
+  /** Of the attempts, quotes and leads the partner answered (not a transient failure; a 429 counts); null or absent when not known (migration 8). */
+  submitsAnswered?: number | null;
 }
 
 export interface RowOutcome {

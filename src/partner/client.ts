@@ -428,7 +428,7 @@ class GotPartnerClient implements PartnerClient {
     const cls = classifyAnswer(kind, raw.type === 'response'
       ? { type: 'response', status: raw.status, body: parsed.body }
       : raw);
-    this.#metrics.record(durationMs, cls);
+    this.#metrics.record(durationMs, cls, kind !== 'agent_validate');
     if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') {
       this.#lastFailureTimedOut = raw.type === 'transport' && raw.code === 'ETIMEDOUT' && raw.bodySent;
       this.#lastFailure = raw.type === 'response'

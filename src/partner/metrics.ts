@@ -20,6 +20,8 @@ export interface MetricsSample {
   throttled: number;
   /** Of those: other transient failures (5xx, with or without Retry-After, time-outs, resets). */
   errors: number;
+  /** Of those: quotes and leads answered (not a transient failure; a 429 counts): validations may answer while quotes fail. */
+  submitsAnswered: number;
   /** Median latency of those attempts; null when there were none. */
   latencyP50Ms: number | null;
 }
@@ -30,12 +32,16 @@ export class CallMetrics {
   #attempts = 0;
   #throttled = 0;
   #errors = 0;
+  #submitsAnswered = 0;
   #latencies: number[] = [];
 
-  record(latencyMs: number, cls: AttemptClass): void {
+  /** Counts one attempt; `submit` for a quote or lead (not an agent validation). */
+  record(latencyMs: number, cls: AttemptClass, submit: boolean): void {
     this.#attempts += 1;
+    const failed = !cls.throttled && (cls.breaker === 'failure' || cls.breaker === 'in_doubt');
     if (cls.throttled) this.#throttled += 1;
-    else if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') this.#errors += 1;
+    else if (failed) this.#errors += 1;
+    if (submit && !failed) this.#submitsAnswered += 1;
     if (this.#latencies.length < MAX_LATENCIES) this.#latencies.push(latencyMs);
     else if (this.#attempts % Math.ceil(this.#attempts / MAX_LATENCIES) === 0) this.#latencies[this.#attempts % MAX_LATENCIES] = latencyMs;
   }
@@ -51,11 +57,13 @@ export class CallMetrics {
       attempts: this.#attempts,
       throttled: this.#throttled,
       errors: this.#errors,
+      submitsAnswered: this.#submitsAnswered,
       latencyP50Ms: sorted.length === 0 ? null : (sorted[Math.ceil(sorted.length / 2) - 1] as number),
     };
     this.#attempts = 0;
     this.#throttled = 0;
     this.#errors = 0;
+    this.#submitsAnswered = 0;
     this.#latencies = [];
     return sample;
   }

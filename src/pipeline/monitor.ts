@@ -64,8 +64,9 @@ export class RunMonitor {
   /** The pace of every sample (null: not pacing), in time order. */
   readonly #paces: (number | null)[] = [];
   /**
-   * Samples up to the last one in which the partner answered (an answer other than a transient
-   * failure), as `report` counts them: later ones show the back-off of an outage, not its limit.
+   * Samples up to the last one in which the partner answered a quote or lead (an answer other than
+   * a transient failure), as `report` counts them: later ones show the back-off of an outage, not
+   * its limit (validations, the breaker's probes among them, may answer while quotes fail).
    */
   #answeredSamples = 0;
   /** True when a sample after that one saw failures: the partner stopped answering before the run ended. */
@@ -156,7 +157,7 @@ export class RunMonitor {
     const paceRate = s.paceRate === null ? null : Math.round(s.paceRate * 100) / 100;
     this.#samples.push({ lim: limit, inFlight: s.inFlight, pushedBack: s.throttled + s.errors });
     this.#paces.push(paceRate);
-    if (s.attempts > s.errors) {
+    if (s.submitsAnswered > 0) {
       this.#answeredSamples = this.#samples.length;
       this.#silentAtEnd = false;
     } else if (s.errors > 0) this.#silentAtEnd = true;
@@ -171,6 +172,7 @@ export class RunMonitor {
       rowsDone: rowsDone - this.#rowsDoneAt,
       latencyP50Ms: s.latencyP50Ms,
       paceRate,
+      submitsAnswered: s.submitsAnswered,
     });
     this.#rowsDoneAt = rowsDone;
     this.#windowAttempts += s.attempts;

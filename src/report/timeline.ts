@@ -189,7 +189,7 @@ export interface LimitSample {
  * True when a run's limit was one the partner set, from its samples up to its last answer: below
  * its `--concurrency`, and the run pushed against it (429s or errors) or kept its window in use
  * (half of it in flight) in most samples. Otherwise our own side held the run back (`--rate`, rows
- * read slower than the partner answers, a small input): the window never had to move.
+ * read slower than the partner answers, a small input): the window never had to shrink.
  */
 export function partnerSetLimit(samples: readonly LimitSample[], settledLimit: number, ceiling: unknown): boolean {
   const inUse = samples.filter((x) => x.inFlight >= x.lim / 2).length;
@@ -203,14 +203,20 @@ function settledSpan<T>(samples: readonly T[]): T[] {
 }
 
 /**
- * The samples of run `s` that can say where its limit settled: those up to its last one in which
- * the partner answered (an answer other than a transient failure; a 429 counts). Later ones (an
- * outage that halted the run, a breaker open until Ctrl-C) show our back-off, not the partner's
- * limit: the window cut by failures and probes. A run the partner never answered has none. `run`:
- * the SQL of the run's id, constant over the query it bounds (`@run`, an outer table's id).
+ * True (SQL) for a sample in which the partner answered a quote or lead (an answer other than a
+ * transient failure; a 429 counts). Before migration 8, any answer: its attempts less its errors.
+ */
+const ANSWERED = (s: string): string => `COALESCE(${s}.submits_answered, ${s}.attempts - ${s}.errors) > 0`;
+
+/**
+ * The samples of a run that can say where its limit settled: those up to its last {@link ANSWERED}
+ * one. Later ones (an outage that halted the run, a breaker open until Ctrl-C, its probes answered
+ * or not) show our back-off, not the partner's limit: the window cut by failures. A run the
+ * partner never answered has none. `run`: the SQL of the run's id, constant over the query it
+ * bounds (`@run`, an outer table's id).
  */
 const answeredUntil = (run: string): string =>
-  `(SELECT MAX(a.elapsed_ms) FROM run_samples a WHERE a.run_id = ${run} AND a.attempts > a.errors)`;
+  `(SELECT MAX(a.elapsed_ms) FROM run_samples a WHERE a.run_id = ${run} AND ${ANSWERED('a')})`;
 
 /**
  * Where the limit settled in a job (the report's figure): in its latest run with a minute of
@@ -222,9 +228,10 @@ export function readSettledLimit(
   jobId: number,
 ): { runId: number; limit: number; samples: number; pace: number | null; answered: LimitSample[] } | null {
   // The bound is worked out once per run: as a subquery of each sample it would be once per sample.
-  const perRun = db.prepare(`WITH answered AS (SELECT run_id, MAX(elapsed_ms) AS until FROM run_samples
-       WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) AND attempts > errors GROUP BY run_id)
+  const perRun = db.prepare(`WITH answered AS (SELECT run_id, MAX(elapsed_ms) AS until FROM run_samples s
+       WHERE run_id IN (SELECT id FROM runs WHERE job_id = ?) AND ${ANSWERED('s')} GROUP BY run_id)
      SELECT s.run_id, COUNT(*) AS n FROM answered JOIN run_samples s ON s.run_id = answered.run_id AND s.elapsed_ms <= answered.until
+       AND s.concurrency_limit IS NOT NULL
      GROUP BY s.run_id ORDER BY s.run_id`)
     .all(jobId) as { run_id: number; n: number }[];
   const run = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
@@ -264,7 +271,7 @@ export function readStartingLimit(
        FROM runs r JOIN jobs j ON j.id = r.job_id
        WHERE j.environment = ? AND j.operation = ? AND rtrim(j.base_url, '/') = rtrim(?, '/')
          AND r.status NOT IN ('halted', 'failed') AND json_extract(r.options_json, '$.adaptive') IS NOT 0
-         AND EXISTS (SELECT 1 FROM run_samples s WHERE s.run_id = r.id AND s.attempts > s.errors))
+         AND EXISTS (SELECT 1 FROM run_samples s WHERE s.run_id = r.id AND ${ANSWERED('s')}))
      WHERE n > 0 ORDER BY n >= ${SETTLED_MIN_SAMPLES} DESC, runId DESC LIMIT 1`,
   ).get(partner.environment, partner.operation, partner.baseUrl) as { runId: number; jobId: number; ceiling: unknown } | undefined;
   if (run === undefined) return null;

@@ -304,7 +304,7 @@ export interface ReportPartner {
    * True when `settled_limit`, below the ceiling, is where our side left the window, not a limit
    * the partner set: `settled_run_id` kept fewer than half of it in flight in most of its samples
    * and met no 429 or transient failure (`--rate` held the sends back, or rows came slower than the
-   * partner answered), so the window never had to move.
+   * partner answered), so the window never had to shrink.
    */
   settled_held_by_run: boolean;
   /** Highest `concurrency_limit` and `in_flight` of any sample. */

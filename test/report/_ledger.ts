@@ -150,14 +150,16 @@ export interface SampleInsert {
   errors: number;
   rows_done: number;
   latency_p50_ms: number | null;
+  /** Quotes and leads answered; absent: null, as in a sample written before schema version 8. */
+  submits_answered?: number | null;
 }
 
 export function insertSample(db: Database.Database, sample: SampleInsert): void {
   prepared(
     db,
-    `INSERT INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors, rows_done, latency_p50_ms)
-     VALUES (@run_id, @elapsed_ms, @at, @concurrency_limit, @in_flight, @attempts, @throttled, @errors, @rows_done, @latency_p50_ms)`,
-  ).run(sample);
+    `INSERT INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors, rows_done, latency_p50_ms, submits_answered)
+     VALUES (@run_id, @elapsed_ms, @at, @concurrency_limit, @in_flight, @attempts, @throttled, @errors, @rows_done, @latency_p50_ms, @submits_answered)`,
+  ).run({ submits_answered: null, ...sample });
 }
 
 export interface AttemptInsert {

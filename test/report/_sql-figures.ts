@@ -165,12 +165,14 @@ export function errorRowsBySql(db: Db, jobId: number): Record<string, number> {
 
 /**
  * The partner figures by SQL, and the settled limit as docs/ledger.md defines it: a run's samples
- * up to its last one with an answer (attempts > errors); the run is the latest with at least 60 of
- * them (else the one with the most), the limit the lower median of its last max(10, ceil(n/4)).
+ * with a limit, up to its last one with a quote or lead answered (submits_answered > 0; before
+ * schema 8, attempts > errors); the run is the latest with at least 60 of them (else the one with
+ * the most), the limit the lower median of its last max(10, ceil(n/4)).
  */
 export function partnerBySql(db: Db, jobId: number) {
   const ofJob = 'run_id IN (SELECT id FROM runs WHERE job_id = ?)';
-  const answered = 'elapsed_ms <= (SELECT MAX(a.elapsed_ms) FROM run_samples a WHERE a.run_id = run_samples.run_id AND a.attempts > a.errors)';
+  const answered = `concurrency_limit IS NOT NULL AND elapsed_ms <= (SELECT MAX(a.elapsed_ms) FROM run_samples a
+    WHERE a.run_id = run_samples.run_id AND COALESCE(a.submits_answered, a.attempts - a.errors) > 0)`;
   const perRun = db.prepare(`SELECT run_id, COUNT(*) AS n FROM run_samples WHERE ${ofJob} AND ${answered} GROUP BY run_id ORDER BY run_id`)
     .all(jobId) as { run_id: number; n: number }[];
   const long = perRun.filter((r) => r.n >= 60);

@@ -329,6 +329,31 @@ describe('buildReport on edge cases', () => {
     }
   });
 
+  it('a breaker left open until Ctrl-C, its probes answered and its trial quotes failing: the limit from before, here and for the next run', () => {
+    const t = createTempLedger();
+    try {
+      const t0 = Date.now() - 600_000;
+      const jobId = insertJob(t.db, { status: 'interrupted', created_at: iso(t0) });
+      const runId = insertRun(t.db, { job_id: jobId, started_at: iso(t0), finished_at: iso(t0 + 50_000), status: 'interrupted', options_json: '{"concurrency":32,"adaptive":true}' });
+      // 30 s at a limit of 12 the partner set (its window in use), then 20 s of the breaker open: each
+      // second a probe answered and a trial quote answered 503, the window cut down to 1.
+      for (let s = 1; s <= 50; s += 1) {
+        const down = s > 30;
+        insertSample(t.db, {
+          run_id: runId, elapsed_ms: s * 1000, at: iso(t0 + s * 1000), concurrency_limit: down ? Math.max(1, 12 * 0.8 ** (s - 30)) : 12,
+          in_flight: down ? 1 : 11, attempts: down ? 2 : 100, throttled: 0, errors: down ? 1 : 0, rows_done: down ? 0 : 100,
+          latency_p50_ms: 100, submits_answered: down ? 0 : 100,
+        });
+      }
+      const report = expectReportMatchesSql(t, jobId);
+      expect(report.partner).toMatchObject({ settled_run_id: runId, settled_limit: 12, settled_samples: 10, settled_held_by_run: false });
+      // An interrupted run is remembered: the next run starts from 12, not from the outage's 1.
+      expect(readStartingLimit(t.db, { environment: 'sandbox', operation: 'quote', baseUrl: 'http://127.0.0.1:4010' })).toMatchObject({ runId, limit: 12, used: true });
+    } finally {
+      t.remove();
+    }
+  });
+
   it('counts rows settled by resolve after a run outside it, and ends the run where it ended', () => {
     const t = createTempLedger();
     try {

@@ -146,6 +146,30 @@ describe('a partner whose validation answers while its quotes never do', () => {
     expect(partner.duplicateLeads()).toEqual([]);
   }, 150_000);
 
+  it('Ctrl-C after its probes were answered and its quotes failed: the limit is where it stood when quotes were last answered', async () => {
+    // Healthy for 60 quotes; then every quote is answered 503 while validations (the probes) answer.
+    partner.setScript((r) => (r.operation === 'quote' && r.n > 60 ? { kind: 'answer', status: 503, body: '' } : { kind: 'forward' }));
+    const ledger = files.path('probes-answered.db');
+    const { child, done } = startCli(
+      ['run', csv, '--mapping', MAPPING_CSV, '--base-url', partner.url, '--env', 'sandbox', '--ledger', ledger, '--concurrency', '8', '--max-consecutive-failures', '3'],
+      { cwd: files.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY }, timeoutMs: 60_000 },
+    );
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    for (let waited = 0; waited < 30_000 && !/the partner looks down/.test(stderr); waited += 50) await new Promise((r) => setTimeout(r, 50));
+    // Probes 1 s and 3 s after the breaker opened, each answered and followed by a trial quote that fails.
+    await new Promise((r) => setTimeout(r, 4500));
+    child.kill('SIGINT');
+    const result = await done;
+    expect(result.code, result.stderr).toBe(3);
+    expect(partner.received.validate).toBeGreaterThanOrEqual(2);
+    const allowed = /\nin flight {4}([\d.]+) requests allowed when the partner last answered/.exec(result.stdout);
+    expect(allowed, result.stdout).not.toBeNull();
+    const report = await startCli(['report', '--ledger', ledger, '--format', 'json'], { cwd: files.dir }).done;
+    expect(Number(allowed?.[1])).toBe(Math.round((JSON.parse(report.stdout) as { partner: { settled_limit: number } }).partner.settled_limit * 10) / 10);
+    expect(readLedger(ledger).runs.at(-1)?.status).toBe('interrupted');
+  }, 90_000);
+
   it('Ctrl-C while the breaker is open and probing: the summary, exit 3, no stack trace, the run recorded as interrupted', async () => {
     partner.setScript((r) => (r.operation === 'validate' && r.n > 3 ? { kind: 'hang' } : r.operation === 'quote' && r.n > 5 ? { kind: 'answer', status: 503, body: '' } : { kind: 'forward' }));
     const ledger = files.path('interrupted.db');
