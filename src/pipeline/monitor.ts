@@ -10,7 +10,7 @@ import type { Ledger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
-import { partnerSetLimit, settledLimitOf, settledPaceOf, type LimitSample } from '../report/timeline.js';
+import { limitSetBy, settledLimitOf, settledPaceOf, type LimitSample } from '../report/timeline.js';
 import { settleInDoubt, type AdviceTarget } from '../advice.js';
 
 const SAMPLE_EVERY_MS = 1000;
@@ -135,7 +135,7 @@ export class RunMonitor {
    * Where the limit settled, as `report` says it: from the samples up to the partner's last answer
    * (`beforeSilence` when it stopped answering before the run ended), the pace when the run was
    * pacing then (a rate cap), and `heldByRun` when that limit, below `ceiling`, is not one the
-   * partner set (see `partnerSetLimit`): our side held the sends back. Null when the partner
+   * partner set (see `limitSetBy`): our side held the sends back. Null when the partner
    * answered nothing.
    */
   settled(ceiling: number): { limit: number; pace: number | null; beforeSilence: boolean; heldByRun: boolean } | null {
@@ -146,7 +146,7 @@ export class RunMonitor {
       limit: settled.limit,
       pace: settledPaceOf(this.#paces.slice(0, this.#answeredSamples)),
       beforeSilence: this.#silentAtEnd,
-      heldByRun: settled.limit < ceiling && !partnerSetLimit(samples, settled.limit, ceiling),
+      heldByRun: limitSetBy(samples, settled.limit, ceiling) === 'run',
     };
   }
 

@@ -186,15 +186,16 @@ export interface LimitSample {
 }
 
 /**
- * True when a run's limit was one the partner set, from its samples up to its last answer: below
- * its `--concurrency`, and the run pushed against it (429s or errors) or kept its window in use
- * (half of it in flight) in most samples. Otherwise our own side held the run back (`--rate`, rows
- * read slower than the partner answers, a small input): the window never had to shrink.
+ * What set a run's settled limit, from its samples up to its last answer: `ceiling`, its
+ * `--concurrency` (reached: the user's limit, not a finding; unknown for an old run); `partner`,
+ * below it, when the run pushed against it (429s or errors) or kept its window in use (half of it
+ * in flight) in most samples; `run`, otherwise: our own side held the run back (`--rate`, rows read
+ * slower than the partner answers, a small input) and the window never had to shrink.
  */
-export function partnerSetLimit(samples: readonly LimitSample[], settledLimit: number, ceiling: unknown): boolean {
+export function limitSetBy(samples: readonly LimitSample[], settledLimit: number, ceiling: unknown): 'ceiling' | 'partner' | 'run' {
+  if (typeof ceiling === 'number' && settledLimit >= ceiling) return 'ceiling';
   const inUse = samples.filter((x) => x.inFlight >= x.lim / 2).length;
-  const belowCeiling = typeof ceiling !== 'number' || settledLimit < ceiling;
-  return belowCeiling && (samples.some((x) => x.pushedBack > 0) || inUse >= samples.length / 2);
+  return samples.some((x) => x.pushedBack > 0) || inUse >= samples.length / 2 ? 'partner' : 'run';
 }
 
 /** The samples a run's settled figures are taken from: its last quarter, at least its last 10. */
@@ -255,7 +256,7 @@ export function readSettledLimit(
  * Preferred: the latest run with a minute of samples, else the latest.
  *
  * Its samples count up to its last answer ({@link answeredUntil}). `used` tells whether that limit
- * is one the partner set ({@link partnerSetLimit}); otherwise it is a floor to grow from.
+ * is one the partner set ({@link limitSetBy}); otherwise it is a floor to grow from.
  *
  * `pace`: when the partner set the limit, the pace that run settled at ({@link settledPaceOf}); else null.
  */
@@ -281,7 +282,7 @@ export function readStartingLimit(
   ).all({ run: run.runId }) as { lim: number; inFlight: number; pushedBack: number; pace: number | null }[];
   const settled = settledLimitOf(samples.map((x) => x.lim));
   if (settled === null) return null;
-  const used = partnerSetLimit(samples, settled.limit, run.ceiling);
+  const used = limitSetBy(samples, settled.limit, run.ceiling) === 'partner';
   const pace = used ? settledPaceOf(samples.map((x) => x.pace)) : null;
   return { jobId: run.jobId, runId: run.runId, ...settled, used, pace };
 }
@@ -304,8 +305,7 @@ export function readPartner(db: Db, jobId: number): ReportPartner {
     settled_samples: settled?.samples ?? 0,
     settled_pace: settled?.pace ?? null,
     settled_ceiling: settledCeiling,
-    settled_held_by_run: settled !== null && (settledCeiling === null || settled.limit < settledCeiling)
-      && !partnerSetLimit(settled.answered, settled.limit, settledCeiling ?? undefined),
+    settled_held_by_run: settled !== null && limitSetBy(settled.answered, settled.limit, settledCeiling) === 'run',
     limit_max: all.max_limit,
     in_flight_max: all.max_in_flight,
     attempts: answers.attempts,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { partnerSetLimit, settledLimitOf, settledPaceOf, type LimitSample } from '../../src/report/timeline.js';
+import { limitSetBy, settledLimitOf, settledPaceOf, type LimitSample } from '../../src/report/timeline.js';
 
 describe('settledLimitOf', () => {
   it.each([
@@ -33,17 +33,17 @@ describe('settledPaceOf', () => {
   });
 });
 
-describe('partnerSetLimit', () => {
+describe('limitSetBy', () => {
   const sample = (lim: number, inFlight: number, pushedBack = 0): LimitSample => ({ lim, inFlight, pushedBack });
-  it.each<[string, LimitSample[], number, unknown, boolean]>([
-    ['a window in use most of the time, below the ceiling', [sample(4, 1), sample(6, 5), sample(9, 8), sample(9, 9)], 9, 32, true],
-    ['a window in use in exactly half of the samples', [sample(4, 1), sample(4, 2)], 4, 32, true],
-    // --rate, or rows read slower than the partner answers: the window never had to move.
-    ['a window seldom in use, no 429 or failure', [sample(4, 1), sample(4, 1.9), sample(4, 2.5)], 4, 32, false],
-    ['a window seldom in use but pushed back once (a 429)', [sample(4, 1), sample(3.2, 1, 1), sample(3.2, 1)], 3.2, 32, true],
-    ['at the ceiling: the user\'s limit, however busy', [sample(8, 8, 3), sample(8, 8)], 8, 8, false],
-    ['no recorded ceiling (an old run): below it by definition', [sample(5, 5)], 5, undefined, true],
+  it.each<[string, LimitSample[], number, unknown, ReturnType<typeof limitSetBy>]>([
+    ['a window in use most of the time, below the ceiling', [sample(4, 1), sample(6, 5), sample(9, 8), sample(9, 9)], 9, 32, 'partner'],
+    ['a window in use in exactly half of the samples', [sample(4, 1), sample(4, 2)], 4, 32, 'partner'],
+    // --rate, or rows read slower than the partner answers: the window never had to shrink.
+    ['a window seldom in use, no 429 or failure', [sample(4, 1), sample(4, 1.9), sample(4, 2.5)], 4, 32, 'run'],
+    ['a window seldom in use but pushed back once (a 429)', [sample(4, 1), sample(3.2, 1, 1), sample(3.2, 1)], 3.2, 32, 'partner'],
+    ['at the ceiling: the user\'s limit, however busy', [sample(8, 8, 3), sample(8, 8)], 8, 8, 'ceiling'],
+    ['no recorded ceiling (an old run): below it by definition', [sample(5, 5)], 5, undefined, 'partner'],
   ])('%s', (_label, samples, settled, ceiling, expected) => {
-    expect(partnerSetLimit(samples, settled, ceiling)).toBe(expected);
+    expect(limitSetBy(samples, settled, ceiling)).toBe(expected);
   });
 });
