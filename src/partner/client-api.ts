@@ -104,12 +104,6 @@ export interface PartnerClient {
   readonly haltReason: string | null;
   /** What kind of halt that was (see {@link HaltKind}), or null. */
   readonly haltKind: HaltKind | null;
-  /**
-   * True once a request got an answer other than a transient failure (a 429 counts; a refused or
-   * reset connection, a 5xx or a time-out do not), as run samples count answers: only then can the
-   * run's limit say something of the partner's.
-   */
-  readonly answered: boolean;
   /** For a halt on a Retry-After over `maxRetryAfterMs`: when the partner may be called again; else null. */
   readonly haltRetryAfter: Date | null;
   /**

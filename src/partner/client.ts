@@ -70,8 +70,6 @@ class GotPartnerClient implements PartnerClient {
   #probeEmail = FALLBACK_PROBE_EMAIL;
   /** True once any request of this client got an HTTP answer (of any status): the address is right. */
   #reached = false;
-  /** True once a request got an answer other than a transient failure (a 429 counts), as run samples count them. */
-  #answered = false;
   /** No request leaves before this (epoch ms): a Retry-After an earlier run was given ({@link holdUntil}). */
   #heldUntilMs = 0;
   /** When the partner may be called again, for a client a Retry-After halted. */
@@ -147,10 +145,6 @@ class GotPartnerClient implements PartnerClient {
 
   get haltKind(): HaltKind | null {
     return this.#haltKind;
-  }
-
-  get answered(): boolean {
-    return this.#answered;
   }
 
   /** For a client halted by a Retry-After longer than --max-retry-after: when the partner may be called again. */
@@ -437,7 +431,6 @@ class GotPartnerClient implements PartnerClient {
           ? `last attempt sent and not answered ${this.#withinTimeout}`
           : `last attempt ${statusOf(raw)}, no answer`;
     }
-    if (cls.throttled || (cls.breaker !== 'failure' && cls.breaker !== 'in_doubt')) this.#answered = true;
     const record: AttemptRecord = {
       kind,
       startedAt,
