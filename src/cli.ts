@@ -216,13 +216,16 @@ function bindOutput(controller: AbortController, onClosed: () => void): { io: Io
     stderrClosed = true;
   });
   const closedError = (): QuoteBatchError => new QuoteBatchError('E_OUTPUT_CLOSED', 'standard output was closed by its reader');
-  const write = (data: string | Uint8Array): void => {
-    // A write to a closed pipe sets `errored` at once; the 'error' event comes once the command yields.
+  // A write to a closed pipe sets `errored` at once; the 'error' event comes once the command yields.
+  const refuseWhenClosed = (): void => {
     if (stdoutClosed || process.stdout.errored !== null) throw closedError();
+  };
+  const write = (data: string | Uint8Array): void => {
+    refuseWhenClosed();
     process.stdout.write(data);
   };
   const drain = async (): Promise<void> => {
-    if (stdoutClosed || process.stdout.errored !== null) throw closedError();
+    refuseWhenClosed();
     if (!process.stdout.writableNeedDrain) return;
     try {
       // Rejects on the 'error' event (the reader closed the pipe while the command waited).

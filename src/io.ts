@@ -53,26 +53,18 @@ export function outputColumns(io: Io): number | undefined {
  */
 export function outputBytes(io: Io): { write(bytes: Uint8Array): Promise<void>; end(): void } {
   const { outBytes } = io;
-  const drained = async (): Promise<void> => {
-    await io.drain?.();
-  };
   if (outBytes !== undefined) {
     return {
-      write: (bytes) => {
+      write: async (bytes) => {
         outBytes(bytes);
-        return drained();
+        await io.drain?.();
       },
       end: () => {},
     };
   }
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
-  return {
-    write: (bytes) => {
-      io.out(decoder.decode(bytes, { stream: true }));
-      return drained();
-    },
-    end: () => io.out(decoder.decode()),
-  };
+  const text = outputText(io);
+  return { write: (bytes) => text(decoder.decode(bytes, { stream: true })), end: () => io.out(decoder.decode()) };
 }
 
 /** Writes text to standard output through `io.out`, each write waited for ({@link Io.drain}). */
