@@ -219,6 +219,13 @@ const ANSWERED = (s: string): string => `COALESCE(${s}.submits_answered, ${s}.at
 const answeredUntil = (run: string): string =>
   `(SELECT MAX(a.elapsed_ms) FROM run_samples a WHERE a.run_id = ${run} AND ${ANSWERED('a')})`;
 
+/** A run's samples with a limit, up to its last answer ({@link answeredUntil}), in time order. */
+function readAnsweredSamples(db: Db, runId: number): (LimitSample & { pace: number | null })[] {
+  return db.prepare(`SELECT concurrency_limit AS lim, in_flight AS inFlight, throttled + errors AS pushedBack, pace_rate AS pace
+     FROM run_samples WHERE run_id = @run AND concurrency_limit IS NOT NULL AND elapsed_ms <= ${answeredUntil('@run')} ORDER BY elapsed_ms`)
+    .all({ run: runId }) as (LimitSample & { pace: number | null })[];
+}
+
 /**
  * Where the limit settled in a job (the report's figure): in its latest run with a minute of
  * samples up to its last answer, else in the run with the most. (Where `run` starts:
@@ -238,9 +245,7 @@ export function readSettledLimit(
   const run = perRun.filter((r) => r.n >= SETTLED_MIN_SAMPLES).at(-1)
     ?? perRun.reduce<{ run_id: number; n: number } | undefined>((best, r) => (best === undefined || r.n >= best.n ? r : best), undefined);
   if (run === undefined) return null;
-  const samples = db.prepare(`SELECT concurrency_limit AS lim, in_flight AS inFlight, throttled + errors AS pushedBack, pace_rate AS pace
-     FROM run_samples WHERE run_id = @run AND concurrency_limit IS NOT NULL AND elapsed_ms <= ${answeredUntil('@run')} ORDER BY elapsed_ms`)
-    .all({ run: run.run_id }) as (LimitSample & { pace: number | null })[];
+  const samples = readAnsweredSamples(db, run.run_id);
   const settled = settledLimitOf(samples.map((x) => x.lim));
   return settled === null ? null : { runId: run.run_id, ...settled, pace: settledPaceOf(samples.map((x) => x.pace)), answered: samples };
 }
@@ -271,15 +276,11 @@ export function readStartingLimit(
                                      AND s.elapsed_ms <= ${answeredUntil('r.id')} LIMIT ${SETTLED_MIN_SAMPLES})) AS n
        FROM runs r JOIN jobs j ON j.id = r.job_id
        WHERE j.environment = ? AND j.operation = ? AND rtrim(j.base_url, '/') = rtrim(?, '/')
-         AND r.status NOT IN ('halted', 'failed') AND json_extract(r.options_json, '$.adaptive') IS NOT 0
-         AND EXISTS (SELECT 1 FROM run_samples s WHERE s.run_id = r.id AND ${ANSWERED('s')}))
+         AND r.status NOT IN ('halted', 'failed') AND json_extract(r.options_json, '$.adaptive') IS NOT 0)
      WHERE n > 0 ORDER BY n >= ${SETTLED_MIN_SAMPLES} DESC, runId DESC LIMIT 1`,
   ).get(partner.environment, partner.operation, partner.baseUrl) as { runId: number; jobId: number; ceiling: unknown } | undefined;
   if (run === undefined) return null;
-  const samples = db.prepare(
-    `SELECT concurrency_limit AS lim, in_flight AS inFlight, throttled + errors AS pushedBack, pace_rate AS pace
-     FROM run_samples WHERE run_id = @run AND concurrency_limit IS NOT NULL AND elapsed_ms <= ${answeredUntil('@run')} ORDER BY elapsed_ms`,
-  ).all({ run: run.runId }) as { lim: number; inFlight: number; pushedBack: number; pace: number | null }[];
+  const samples = readAnsweredSamples(db, run.runId);
   const settled = settledLimitOf(samples.map((x) => x.lim));
   if (settled === null) return null;
   const used = limitSetBy(samples, settled.limit, run.ceiling) === 'partner';
