@@ -59,10 +59,8 @@ export class RunMonitor {
   #windowThrottled = 0;
   #windowErrors = 0;
   #windowAttempts = 0;
-  /** Limit, requests in flight and pushback of every sample, in time order (one a second: small even for a night's run). */
-  readonly #samples: LimitSample[] = [];
-  /** The pace of every sample (null: not pacing), in time order. */
-  readonly #paces: (number | null)[] = [];
+  /** Limit, requests in flight, pushback and pace (null: not pacing) of every sample, in time order (one a second: small even for a night's run). */
+  readonly #samples: (LimitSample & { pace: number | null })[] = [];
   /**
    * Samples up to the last one in which the partner answered a quote or lead (an answer other than
    * a transient failure), as `report` counts them: later ones show the back-off of an outage, not
@@ -144,7 +142,7 @@ export class RunMonitor {
     if (settled === null) return null;
     return {
       limit: settled.limit,
-      pace: settledPaceOf(this.#paces.slice(0, this.#answeredSamples)),
+      pace: settledPaceOf(samples.map((x) => x.pace)),
       beforeSilence: this.#silentAtEnd,
       heldByRun: limitSetBy(samples, settled.limit, ceiling) === 'run',
     };
@@ -155,8 +153,7 @@ export class RunMonitor {
     const elapsedMs = performance.now() - this.#startedAt;
     const limit = Math.round(s.limit * 100) / 100;
     const paceRate = s.paceRate === null ? null : Math.round(s.paceRate * 100) / 100;
-    this.#samples.push({ lim: limit, inFlight: s.inFlight, pushedBack: s.throttled + s.errors });
-    this.#paces.push(paceRate);
+    this.#samples.push({ lim: limit, inFlight: s.inFlight, pushedBack: s.throttled + s.errors, pace: paceRate });
     if (s.submitsAnswered > 0) {
       this.#answeredSamples = this.#samples.length;
       this.#silentAtEnd = false;
