@@ -46,6 +46,15 @@ export function formatFixed(n: number | null, decimals: number): string {
   return n === null ? '–' : n.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
 }
 
+/**
+ * A concurrency limit (requests allowed in flight) as the run's summary writes it: to one decimal,
+ * a whole number without one ("4.5", "8"). A window cut by 0.9 or halved is often fractional, and
+ * "settled at 5" in the report beside "4.5 requests allowed" in the summary read as two limits.
+ */
+export function formatLimit(n: number | null): string {
+  return n === null ? '–' : n.toLocaleString('en-US', { maximumFractionDigits: 1 });
+}
+
 import { formatDuration } from '../duration.js';
 
 export { formatDuration };

@@ -4,7 +4,7 @@
  * with its length. Ticks fall on round clock times (UTC).
  */
 import { READABLE_SECONDS, timelinePaced } from './_buckets.js';
-import { formatDuration } from './_text.js';
+import { formatDuration, formatLimit } from './_text.js';
 import {
   emptyChart, escapeHtml, formatCompact, frame, fx, M, niceScale, PLOT_H, W, xAxis, yAxis, type Scale,
 } from './_svg.js';
@@ -191,7 +191,7 @@ export function renderConcurrencyChart(timeline: ReportTimeline, settled: number
   if (settled !== null) {
     const y = fx(M.top + PLOT_H * (1 - settled / scale.top));
     body += `<line class="settled" x1="${M.left}" x2="${W - M.right}" y1="${y}" y2="${y}"/>`
-      + `<text class="settled-label" x="${W - M.right - 4}" y="${fx(Number(y) - 4)}" text-anchor="end">${escapeHtml(atCeiling ? `the --concurrency ceiling, ${formatCompact(settled)}` : `settled at ${formatCompact(settled)}`)}</text>`;
+      + `<text class="settled-label" x="${W - M.right - 4}" y="${fx(Number(y) - 4)}" text-anchor="end">${escapeHtml(atCeiling ? `the --concurrency ceiling, ${formatLimit(settled)}` : `settled at ${formatLimit(settled)}`)}</text>`;
   }
   body += axis.render();
   return frame(chart, title, body);

@@ -8,7 +8,7 @@ import { ROW_STATES, type RowState } from '../ledger/index.js';
 import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
 import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
-import { formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
+import { formatFixed, formatInteger, formatLimit, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
 import {
   renderCompletionsChart, renderConcurrencyChart, renderThroughputChart, SERIES_COLORS,
 } from './_time-charts.js';
@@ -104,7 +104,7 @@ export function renderHtml(report: Report, problems: ProblemRows, ledger?: strin
     ['median premium', usd(report.premium.median)],
     ['run time', formatSeconds(timing.run_seconds)],
     ['rows / s', formatFixed(timing.rows_per_second, 2)],
-    ['settled limit', partner.settled_limit === null ? '–' : formatFixed(partner.settled_limit, 0)],
+    ['settled limit', formatLimit(partner.settled_limit)],
     ['429 share', formatPercent(partner.throttled_share)],
   ].map(([label, value]) => `<div class="kpi"><b>${e(value)}</b><span>${e(label)}</span></div>`).join('');
 
@@ -245,8 +245,8 @@ function partnerSentence(report: Report): string {
   const paced = p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s since the partner's 429s (about its rate limit)`;
   const ceiling = settledAtCeiling(p) ? ', its --concurrency ceiling: the partner showed no lower limit'
     : p.settled_held_by_run ? ', where the run left it: it seldom filled that window and met no 429 or failure (--rate held the sends back, or rows came slower than the partner answered), so the partner showed no limit' : '';
-  return `Run ${p.settled_run_id ?? '–'} settled at ${formatFixed(p.settled_limit, 0)} requests in flight (the median limit of its last ${formatInteger(p.settled_samples)} seconds)${ceiling}${paced}; `
-    + `the limit peaked at ${formatFixed(p.limit_max, 0)} and requests in flight at ${formatFixed(p.in_flight_max, 0)}. ${share}`;
+  return `Run ${p.settled_run_id ?? '–'} settled at ${formatLimit(p.settled_limit)} requests in flight (the median limit of its last ${formatInteger(p.settled_samples)} seconds)${ceiling}${paced}; `
+    + `the limit peaked at ${formatLimit(p.limit_max)} and requests in flight at ${formatFixed(p.in_flight_max, 0)}. ${share}`;
 }
 
 function usd(value: number | null): string {

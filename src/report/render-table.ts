@@ -8,7 +8,7 @@ import { ROW_STATES } from '../ledger/index.js';
 import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
 import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import {
-  cleanText, formatFixed, formatInteger, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
+  cleanText, formatFixed, formatInteger, formatLimit, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
   truncateStart, truncateText,
 } from './_text.js';
 import { ATTEMPT_KINDS, ATTEMPT_OUTCOMES, type Report, type ReportTimelineBucket } from './types.js';
@@ -140,8 +140,8 @@ function partnerLines(report: Report, width: number): string[] {
     return [`Partner's limit: ${why} · ${share}`];
   }
   const lines = [
-    `Partner's limit: settled at ${formatFixed(p.settled_limit, 0)} requests in flight${p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s`}${settledAtCeiling(p) ? ' (the --concurrency ceiling: no lower limit shown)' : p.settled_held_by_run ? ' (the run seldom filled it and met no 429: no limit of the partner\'s)' : ''}`,
-    `  run ${p.settled_run_id ?? '–'}, median of its last ${formatInteger(p.settled_samples)} samples · peak limit ${formatFixed(p.limit_max, 0)} · peak in flight ${formatFixed(p.in_flight_max, 0)}`,
+    `Partner's limit: settled at ${formatLimit(p.settled_limit)} requests in flight${p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s`}${settledAtCeiling(p) ? ' (the --concurrency ceiling: no lower limit shown)' : p.settled_held_by_run ? ' (the run seldom filled it and met no 429: no limit of the partner\'s)' : ''}`,
+    `  run ${p.settled_run_id ?? '–'}, median of its last ${formatInteger(p.settled_samples)} samples · peak limit ${formatLimit(p.limit_max)} · peak in flight ${formatFixed(p.in_flight_max, 0)}`,
     `  ${share}`,
   ];
   const segments = report.timeline.segments;

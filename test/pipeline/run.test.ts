@@ -98,7 +98,7 @@ describe('run', () => {
     expect(Number(allowed?.[1])).toBe(Math.round(partner.settled_limit * 10) / 10);
     expect(partner.settled_limit).toBeLessThan(8);
     const table = await runCli(['report', '--ledger', tmp.path('l.db')], { cwd: tmp.dir, env: { COLUMNS: '200' } });
-    expect(table.stdout).toMatch(/Partner's limit: settled at \d+ requests in flight \(the run seldom filled it and met no 429: no limit of the partner's\)\n/);
+    expect(table.stdout).toMatch(/Partner's limit: settled at [\d.]+ requests in flight \(the run seldom filled it and met no 429: no limit of the partner's\)\n/);
   });
 
   it('sends nothing when a completed job is run again, and starts a new job for a changed file', async () => {

@@ -142,7 +142,7 @@ describe('buildReport on the mixed-job ledger', () => {
     // On a wide terminal a kind takes one line.
     const wide = renderTable(report, { width: 200 });
     for (const g of report.row_errors) expect(wide).toContain(`  ${g.kind}\n`);
-    expect(renderTable(report, { width: 200 })).toMatch(/Partner's limit: settled at \d+ requests in flight/);
+    expect(renderTable(report, { width: 200 })).toMatch(/Partner's limit: settled at [\d.]+ requests in flight/);
   });
 
   it('groups the error rows by kind: one kind per mistake, whatever the row, value or US state', () => {
@@ -234,7 +234,7 @@ describe('buildReport on a run that paced (a partner with a rate cap)', () => {
         expect(table).not.toMatch(/paced at/);
         expect(html).not.toMatch(/paced at/);
       } else {
-        expect(table).toMatch(/Partner's limit: settled at \d+ requests in flight, paced at 20\.0 requests\/s/);
+        expect(table).toMatch(/Partner's limit: settled at [\d.]+ requests in flight, paced at 20\.0 requests\/s/);
         expect(html).toContain('paced at 20.0 requests/s since the partner');
       }
       // Over time, the pace is drawn and sparked wherever the run paced, whether or not it settled at one.
@@ -292,6 +292,29 @@ describe('buildReport on edge cases', () => {
         expect(html, series).toMatch(new RegExp(`<circle class="mark ${series}" cx="[\\d.]+" cy="[\\d.]+" r="3.5"`));
         expect(html, series).not.toContain(`<path class="mark ${series}"`);
       }
+    } finally {
+      t.remove();
+    }
+  });
+
+  it('writes a fractional settled limit as the run summary does ("4.5"), not rounded to another figure', () => {
+    const t = createTempLedger();
+    try {
+      const started = Date.now() - 60_000;
+      const jobId = insertJob(t.db, { status: 'completed', created_at: iso(started) });
+      const runId = insertRun(t.db, { job_id: jobId, started_at: iso(started), finished_at: iso(started + 20_000), status: 'completed', options_json: '{"concurrency":16,"adaptive":true}' });
+      // Cut by 429s from 16 to 9, then halved once to 4.5, where it stays.
+      for (let s = 1; s <= 20; s += 1) {
+        const limit = s <= 2 ? 16 : s <= 4 ? 9 : 4.5;
+        insertSample(t.db, { run_id: runId, elapsed_ms: s * 1000, at: iso(started + s * 1000), concurrency_limit: limit, in_flight: limit, attempts: 40, throttled: s <= 4 ? 3 : 0, errors: 0, rows_done: 37, latency_p50_ms: 100 });
+      }
+      const report = expectReportMatchesSql(t, jobId);
+      expect(report.partner).toMatchObject({ settled_limit: 4.5, settled_ceiling: 16, limit_max: 16 });
+      expect(renderTable(report)).toContain("Partner's limit: settled at 4.5 requests in flight\n");
+      const html = renderHtml(report, readProblemRows(t.db, jobId));
+      expect(html).toContain('Run 1 settled at 4.5 requests in flight (the median limit of its last 10 seconds)');
+      expect(html).toContain('>settled at 4.5</text>');
+      expect(html).toContain('<div class="kpi"><b>4.5</b><span>settled limit</span></div>');
     } finally {
       t.remove();
     }
