@@ -13,39 +13,16 @@ import type { AttemptRecord } from '../partner/types.js';
 import { jobLockPath, tryAcquireJobLock, type JobLock } from './_job-lock.js';
 import { heartbeatIsFresh, pidExists, ranHere } from './_liveness.js';
 import { openDatabase } from './_open.js';
+import { findSentByOtherJob } from './_sent-by.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
 import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from './schema.js';
-import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowOutcome, RunRecord, RunSample, SentRow, SentRowRef } from './types.js';
+import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
 
 export const now = (): string => new Date().toISOString();
 
 /** The time stamps compared come from two clocks (file system, process): allow this much. */
 const CLOCK_SLACK_MS = 1000;
-/** Most `sent_by_other_job` rows followed from one to the row that sent the lead (a chain of jobs of one lead). */
-const MAX_SENT_BY_HOPS = 64;
-
-/** `rows.sent_by_job`, `sent_by_row`: where a `sent_by_other_job` row found its lead sent (null before schema version 6). */
-interface SentByColumns {
-  error_message: string | null;
-  sent_by_job: number | null;
-  sent_by_row: number | null;
-}
-
-/**
- * The end of a `sent_by_other_job` row's message (pipeline/other-jobs.ts): `… by job 3 (its row 12,
- * in_doubt); not sent again (--resend-sent sends it)`. Anchored at the end: the row key before it
- * may hold anything.
- */
-const SENT_BY_MESSAGE = /by (?:a job before )?job (\d+) \(its row (\d+), (?:succeeded|in_doubt|in_flight|duplicate)\); not sent again \(--resend-sent sends it\)$/;
-
-/** Where a `sent_by_other_job` row found its lead sent: its columns, or for a row written before schema version 6, its message. */
-function sentByOf(row: SentByColumns): SentRowRef | undefined {
-  if (row.sent_by_job !== null && row.sent_by_row !== null) return { job_id: row.sent_by_job, row_number: row.sent_by_row };
-  const match = row.error_message === null ? null : SENT_BY_MESSAGE.exec(row.error_message);
-  return match === null ? undefined : { job_id: Number(match[1]), row_number: Number(match[2]) };
-}
-
 export class Ledger {
   readonly path: string;
   readonly db: Database.Database;
@@ -343,42 +320,7 @@ export class Ledger {
    * number (`row-<n>`, when the mapping names no key) say nothing across files and never match.
    */
   sentByOtherJob(jobId: number, environment: string, operation: string, rowKey: string): SentRow | undefined {
-    const key = boundKey(rowKey);
-    for (const row of this.stmts.sentByOtherJob.iterate(key, jobId, environment, operation) as Iterable<SentRow & SentByColumns>) {
-      const found = { job_id: row.job_id, row_number: row.row_number, state: row.state };
-      if (row.state !== 'duplicate') return found;
-      const origin = this.evidenceOf(row, jobId, key);
-      if (origin !== false) return { ...found, origin: origin ?? { job_id: row.job_id, row_number: row.row_number } };
-    }
-    return undefined;
-  }
-
-  /**
-   * Follows a `sent_by_other_job` row to the row it found sent. False when that no longer shows the
-   * lead sent, or leads back to job `askingJobId` (what that job did with the lead is no evidence
-   * against its sending it: its row may be the very one being marked `in_flight` now). Else the row
-   * at the end of the chain that sent the lead, or null when the chain ends in a row since pruned
-   * (what the last one recorded stands). A row of another key at the place pointed to is a job id
-   * reused after a prune: the row pointed to was pruned.
-   */
-  private evidenceOf(duplicate: SentByColumns, askingJobId: number, rowKey: string | null): SentRowRef | null | false {
-    let next = duplicate;
-    const seen = new Set<string>();
-    for (let hops = 0; hops < MAX_SENT_BY_HOPS; hops += 1) {
-      const ref = sentByOf(next);
-      // Nothing to follow (a message cut short before schema version 6): it counts, as it did.
-      if (ref === undefined) return null;
-      const at = `${ref.job_id}:${ref.row_number}`;
-      if (ref.job_id === askingJobId || seen.has(at)) return false;
-      seen.add(at);
-      const origin = this.stmts.sentByRow.get(ref.job_id, ref.row_number, rowKey) as (SentByColumns & { state: RowState; error_code: string | null }) | undefined;
-      // Gone with a pruned job: what it recorded stands.
-      if (origin === undefined) return null;
-      if (origin.state === 'succeeded' || origin.state === 'in_doubt' || origin.state === 'in_flight') return ref;
-      if (origin.state !== 'duplicate' || origin.error_code !== 'sent_by_other_job') return false;
-      next = origin;
-    }
-    return null;
+    return findSentByOtherJob(this.stmts, jobId, environment, operation, boundKey(rowKey));
   }
 
   /** True when the ledger holds a job of this environment and operation other than `jobId`. */
