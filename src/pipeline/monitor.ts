@@ -24,6 +24,21 @@ const RETRY_WARN_MIN = 5;
  */
 const RETRY_WARN_MIN_SHARE = 0.05;
 
+/** A second in which at least this share of `--rate` was sent was held back by it. */
+const RATE_HELD_SHARE = 0.8;
+
+/**
+ * What held a window our side kept below the ceiling (see `limitSetBy`'s `run`): `--rate`, when at
+ * least half of the seconds sent at 80% of it or more; else the input, which had fewer requests
+ * for the run to send than the window allowed (a small file, rows mostly skipped, a slow reader).
+ * `sent`: requests sent in each second of the run, up to the partner's last answer.
+ */
+export function sendsHeldBy(sent: readonly number[], rate: number | null): 'rate' | 'input' {
+  if (rate === null || sent.length === 0) return 'input';
+  const atRate = sent.filter((n) => n >= RATE_HELD_SHARE * rate).length;
+  return atRate >= sent.length / 2 ? 'rate' : 'input';
+}
+
 /** True when a window's 429s and transient failures are many enough, and a large enough share of its requests, to warn of. */
 export function retriesPileUp(attempts: number, throttled: number, errors: number): boolean {
   const pushedBack = throttled + errors;
@@ -59,8 +74,8 @@ export class RunMonitor {
   #windowThrottled = 0;
   #windowErrors = 0;
   #windowAttempts = 0;
-  /** Limit, requests in flight, pushback and pace (null: not pacing) of every sample, in time order (one a second: small even for a night's run). */
-  readonly #samples: (LimitSample & { pace: number | null })[] = [];
+  /** Limit, requests in flight, pushback, pace (null: not pacing) and requests sent of every sample, in time order (one a second: small even for a night's run). */
+  readonly #samples: (LimitSample & { pace: number | null; sent: number })[] = [];
   /**
    * Samples up to the last one in which the partner answered a quote or lead (an answer other than
    * a transient failure), as `report` counts them: later ones show the back-off of an outage, not
@@ -132,11 +147,11 @@ export class RunMonitor {
   /**
    * Where the limit settled, as `report` says it: from the samples up to the partner's last answer
    * (`beforeSilence` when it stopped answering before the run ended), the pace when the run was
-   * pacing then (a rate cap), and `heldByRun` when that limit, below `ceiling`, is not one the
-   * partner set (see `limitSetBy`): our side held the sends back. Null when the partner
-   * answered nothing.
+   * pacing then (a rate cap), and `heldBy` when that limit, below `ceiling`, is not one the
+   * partner set (see `limitSetBy`): our side held the sends back, `--rate` (`rate`, requests/s) or
+   * the input (see {@link sendsHeldBy}). Null when the partner answered nothing.
    */
-  settled(ceiling: number): { limit: number; pace: number | null; beforeSilence: boolean; heldByRun: boolean } | null {
+  settled(ceiling: number, rate: number | null): { limit: number; pace: number | null; beforeSilence: boolean; heldBy: 'rate' | 'input' | null } | null {
     const samples = this.#samples.slice(0, this.#answeredSamples);
     const settled = settledLimitOf(samples.map((x) => x.lim));
     if (settled === null) return null;
@@ -144,7 +159,7 @@ export class RunMonitor {
       limit: settled.limit,
       pace: settledPaceOf(samples.map((x) => x.pace)),
       beforeSilence: this.#silentAtEnd,
-      heldByRun: limitSetBy(samples, settled.limit, ceiling) === 'run',
+      heldBy: limitSetBy(samples, settled.limit, ceiling) === 'run' ? sendsHeldBy(samples.map((x) => x.sent), rate) : null,
     };
   }
 
@@ -153,7 +168,7 @@ export class RunMonitor {
     const elapsedMs = performance.now() - this.#startedAt;
     const limit = Math.round(s.limit * 100) / 100;
     const paceRate = s.paceRate === null ? null : Math.round(s.paceRate * 100) / 100;
-    this.#samples.push({ lim: limit, inFlight: s.inFlight, pushedBack: s.throttled + s.errors, pace: paceRate });
+    this.#samples.push({ lim: limit, inFlight: s.inFlight, pushedBack: s.throttled + s.errors, pace: paceRate, sent: s.attempts });
     if (s.submitsAnswered > 0) {
       this.#answeredSamples = this.#samples.length;
       this.#silentAtEnd = false;

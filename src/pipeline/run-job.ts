@@ -105,8 +105,8 @@ export interface RunJobResult {
    */
   settledLimit: number | null;
   settledBeforeSilence: boolean;
-  /** True when that limit, below the ceiling, was held by our side (`--rate`, a slow input), not set by the partner. */
-  limitHeldByRun: boolean;
+  /** When that limit, below the ceiling, was held by our side, not set by the partner: by `--rate`, or by an input with fewer rows to send than it allowed. */
+  limitHeldBy: 'rate' | 'input' | null;
   /** `--concurrency`: the most the run could allow. */
   ceiling: number;
   /** `--rate` in requests/s; null without one. */
@@ -168,12 +168,12 @@ function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; 
 }
 
 /** The result's settled figures from the monitor's (null: not adaptive, or the partner answered nothing). */
-function settledFigures(settled: ReturnType<RunMonitor['settled']>): Pick<RunJobResult, 'settledLimit' | 'settledPace' | 'settledBeforeSilence' | 'limitHeldByRun'> {
+function settledFigures(settled: ReturnType<RunMonitor['settled']>): Pick<RunJobResult, 'settledLimit' | 'settledPace' | 'settledBeforeSilence' | 'limitHeldBy'> {
   return {
     settledLimit: settled?.limit ?? null,
     settledPace: settled?.pace ?? null,
     settledBeforeSilence: settled?.beforeSilence ?? false,
-    limitHeldByRun: settled?.heldByRun ?? false,
+    limitHeldBy: settled?.heldBy ?? null,
   };
 }
 
@@ -261,6 +261,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       const { reader: jobReader, start } = await openFromResumePoint(options, reader, ledger.resumePoint(job), logger, reading);
       reader = jobReader;
       const monitor = new RunMonitor(ledger, logger, job.id, run.id, options.maxOutageMs ?? 600_000);
+      const rateCap = options.rate !== undefined && options.rate > 0 ? options.rate : null;
       forward = monitor.onClientEvent;
       // A Retry-After that halted an earlier run of this job, not over yet: no request leaves before it.
       const asked = ledger.retryAfterOf(job.id);
@@ -317,9 +318,9 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         rowsSkipped: runner.rowsSkipped,
         limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null,
         emptyInput,
-        ...settledFigures(options.adaptive === true ? monitor.settled(options.concurrency) : null),
+        ...settledFigures(options.adaptive === true ? monitor.settled(options.concurrency, rateCap) : null),
         ceiling: options.concurrency,
-        rateCap: options.rate !== undefined && options.rate > 0 ? options.rate : null,
+        rateCap,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
         byOtherJobs: readRowsByOtherJobs(ledger.db, job.id),

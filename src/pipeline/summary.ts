@@ -65,10 +65,10 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
     const allowed = `in flight    ${Math.round(result.settledLimit * 10) / 10} requests allowed ${when}`;
     // At the ceiling the partner showed no limit of its own: the number is the user's, not a finding.
     // Nor below it when the run seldom filled its window and met no 429 or failure.
-    const heldBy = result.rateCap === null ? 'the run had fewer requests to send than it allowed' : `--rate ${result.rateCap}/s held the sends back`;
+    const heldBy = result.limitHeldBy === 'rate' ? `--rate ${result.rateCap}/s held the sends back` : 'the run had fewer requests to send than it allowed';
     lines.push(result.settledLimit >= result.ceiling
       ? `${allowed}: the --concurrency ceiling (the partner's answers never called for fewer)`
-      : result.limitHeldByRun
+      : result.limitHeldBy !== null
         ? `${allowed} (adaptive concurrency; ${heldBy}, so the window seldom filled: no limit of the partner's)`
         : `${allowed} (adaptive concurrency: where the partner's answers led it)`);
   }

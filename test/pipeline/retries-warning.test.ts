@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retriesPileUp } from '../../src/pipeline/monitor.js';
+import { retriesPileUp, sendsHeldBy } from '../../src/pipeline/monitor.js';
 
 describe('retriesPileUp: when a half minute of 429s and transient failures makes a warn line', () => {
   it.each<[string, number, number, number, boolean]>([
@@ -13,5 +13,18 @@ describe('retriesPileUp: when a half minute of 429s and transient failures makes
     ['… at least 5 of them', 10, 2, 3, true],
   ])('%s', (_label, attempts, throttled, errors, expected) => {
     expect(retriesPileUp(attempts, throttled, errors)).toBe(expected);
+  });
+});
+
+describe('sendsHeldBy: whether --rate or the input held a window our side kept below the ceiling', () => {
+  it.each<[string, number[], number | null, 'rate' | 'input']>([
+    ['no --rate', [40, 40, 40], null, 'input'],
+    ['at --rate 40/s every second', [40, 39, 41, 40], 40, 'rate'],
+    ['at it half the time (the last second partial)', [40, 38, 33, 12], 40, 'rate'],
+    ['a --rate far above what the input gave (--rate 5000, 300/s sent)', [300, 310, 290], 5000, 'input'],
+    ['a run shorter than a second, its one sample partial', [15], 40, 'input'],
+    ['no samples', [], 40, 'input'],
+  ])('%s', (_label, sent, rate, expected) => {
+    expect(sendsHeldBy(sent, rate)).toBe(expected);
   });
 });
