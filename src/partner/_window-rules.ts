@@ -80,11 +80,35 @@ export const WINDOW_RULES = {
    */
   minPaceShare: 0.25,
   /** A trial is judged by this many answers to requests sent since it began … */
-  trialAnswers: 40,
-  /** … and passes when at most this share of them were 429s: the cap really fell that low. */
-  trialPassShare: 0.1,
+  trialAnswers: 80,
+  /**
+   * … and passes when at most this share of them were 429s: the cap really fell that low (paced
+   * below a real cap, 0–3% are 429s). At 10%, 429s at a random 10% of answers passed 6 trials in
+   * 10, and each pass let the pace spiral down a quarter further.
+   */
+  trialPassShare: 0.05,
+  /**
+   * … or at most this many 429s a second of it: paced at a slow cap (4/s), the pace's probe past it
+   * meets a 429 every 3–4 s, 6–7% of the answers; 429s at random come as often as the answers do.
+   */
+  trialPassThrottledPerS: 1,
   /** After a failed trial, a pace heading that low stops pacing at once for this long. */
   trialCooldownMs: 30_000,
+  /**
+   * Pacing itself is on trial from its start (from unpaced sending, or a remembered pace), as a low
+   * pace is, judged by the answers to requests sent from this long after it began (a cap's count of
+   * the burst that started it refuses some requests paced after it), or after its last cut for a
+   * fair share of 429s (it was still heading down to the cap). 429s that come at the same share
+   * whatever our rate (a random 10% of answers) are no rate cap: paced below them, the pace
+   * spiralled down to 2/s where a fixed 8 sent 50/s, and the next night started from there.
+   */
+  startTrialDelayMs: 1000,
+  /**
+   * A pace cut below this share of the pace its last trial passed at is tried again: 429s of chance
+   * that passed a trial by luck (one in ten at 10%) would otherwise cut it a tenth a second, down
+   * to 2/s.
+   */
+  retrialShare: 0.5,
   /** Pacing rates below this (requests/s) are not used. */
   minRate: 0.5,
 } as const;
@@ -135,6 +159,8 @@ export interface WindowState {
   readonly paceTrial: PaceTrial | undefined;
   /** When a trial last failed (-∞ if none did). */
   readonly trialFailedAt: number;
+  /** The pace when its last trial passed (0: none since pacing started). */
+  readonly trialPassedRate: number;
 }
 
 /** A latency cut waiting for its check: was the latency a queue, i.e. does it fall with the requests in flight? */
@@ -149,8 +175,10 @@ export interface LatencyCut {
   readonly baselineMs: number;
 }
 
-/** A pace on trial (`minPaceShare`): does pacing that low end the 429s? */
+/** A pace on trial (`minPaceShare`, or pacing that has just started): does pacing that low end the 429s? */
 export interface PaceTrial {
+  /** `start`: pacing just started (`startTrial…`); `low`: a pace heading below `minPaceShare` of the best (`trial…`). */
+  readonly kind: 'start' | 'warm' | 'low';
   /** When it began: answers to requests sent from then on count. */
   readonly since: number;
   readonly answers: number;
@@ -207,6 +235,9 @@ export function createWindowState(ceiling: number, now: number, initialWindow: n
         slowStart: false,
         rate: Math.max(WINDOW_RULES.minRate, pace * WINDOW_RULES.rateBackoff),
         rateAtThrottle: pace,
+        // A remembered pace is tried as a new one is: it may be last night's reading of 429s that
+        // were never about our rate.
+        paceTrial: { ...startTrial(now, pace * WINDOW_RULES.rateBackoff), kind: 'warm' as const },
         // Not taken as the highest rate the partner accepted (`minPaceShare`): that was another
         // night, and a cap lowered since below a quarter of it must be paced, not left to the
         // window (a warm start at 30/s against a cap now 4/s: 49% answered 429, rows failed).
@@ -234,6 +265,7 @@ export function createWindowState(ceiling: number, now: number, initialWindow: n
     peakAcceptedRate: 0,
     paceTrial: undefined,
     trialFailedAt: Number.NEGATIVE_INFINITY,
+    trialPassedRate: 0,
     ...paced,
   };
 }
@@ -381,9 +413,12 @@ function onThrottled(state: WindowState, event: Extract<WindowEvent, { type: 'th
   if (state.rate !== undefined && judged.rate === undefined) return judged;
   const seen = { ...judged, peakAcceptedRate: Math.max(judged.peakAcceptedRate, event.sustainedRate) };
   const overshoot = event.throttledShare >= WINDOW_RULES.pacingShare;
-  if (state.rate === undefined && overshoot) return cutRate(seen, event, now);
+  // After a failed trial, pacing does not start again for a while: the window alone answers 429s.
+  const mayPace = now - state.trialFailedAt >= WINDOW_RULES.trialCooldownMs;
+  if (state.rate === undefined && overshoot && mayPace) return cutRate(seen, event, now);
   if (event.sentAt < state.lastCutAt) return seen;
-  if (!overshoot && now - state.throttleCutAt < WINDOW_RULES.throttleCutSpacingMs) return seen;
+  const stray = !overshoot || state.rate === undefined;
+  if (stray && now - state.throttleCutAt < WINDOW_RULES.throttleCutSpacingMs) return seen;
   return state.rate === undefined ? { ...cutWindow(seen, now, WINDOW_RULES.strayThrottleBackoff), throttleCutAt: now } : cutRate(seen, event, now);
 }
 
@@ -430,7 +465,15 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
   if (!(from > 0) || !Number.isFinite(from) || (low && state.paceTrial === undefined && now - state.trialFailedAt < WINDOW_RULES.trialCooldownMs)) {
     return stoppedPacing(state, now);
   }
-  const paceTrial = low && state.paceTrial === undefined ? { since: now, answers: 0, throttled: 0, floor: cutTo / 2 } : state.paceTrial;
+  const trial = state.paceTrial;
+  const overshoot = event.throttledShare >= WINDOW_RULES.pacingShare;
+  let paceTrial: PaceTrial | undefined;
+  if (low && trial?.kind !== 'low') paceTrial = { kind: 'low', since: now, answers: 0, throttled: 0, floor: cutTo / 2 };
+  // Pacing that starts, or is still heading down to a cap (a fair share of 429s), is judged once it got there.
+  else if (state.rate === undefined) paceTrial = startTrial(now, cutTo);
+  else if (trial !== undefined && trial.kind !== 'low' && overshoot) paceTrial = { ...startTrial(now, cutTo), kind: trial.kind };
+  else if (trial === undefined && state.trialPassedRate > 0 && cutTo < state.trialPassedRate * WINDOW_RULES.retrialShare) paceTrial = startTrial(now, cutTo);
+  else paceTrial = trial;
   // Before a trial is judged, the 429s it is there to tell apart may come whatever the pace: they
   // would spiral it down, one cut per round trip, while it waits for its answers.
   const rate = Math.max(cutTo, paceTrial?.floor ?? 0);
@@ -456,15 +499,24 @@ function judgedTrial(state: WindowState, sentAt: number, throttled: boolean, now
   if (sentAt < trial.since) return state;
   const counted = { ...trial, answers: trial.answers + 1, throttled: trial.throttled + (throttled ? 1 : 0) };
   if (counted.answers < WINDOW_RULES.trialAnswers) return { ...state, paceTrial: counted };
-  if (counted.throttled / counted.answers <= WINDOW_RULES.trialPassShare) {
-    return { ...state, paceTrial: undefined, peakAcceptedRate: state.rateAtThrottle };
+  const seconds = Math.max(0, now - trial.since) / 1000;
+  const fewPerSecond = trial.kind === 'start' && counted.throttled <= seconds * WINDOW_RULES.trialPassThrottledPerS;
+  if (counted.throttled / counted.answers <= WINDOW_RULES.trialPassShare || fewPerSecond) {
+    // A low pace that ends the 429s is the best the partner takes now.
+    return { ...state, paceTrial: undefined, peakAcceptedRate: trial.kind === 'low' ? state.rateAtThrottle : state.peakAcceptedRate, trialPassedRate: state.rate };
   }
-  return { ...stoppedPacing(state, now), trialFailedAt: now };
+  // A remembered pace that fails leaves this night to find its own: pacing may start again at once.
+  return trial.kind === 'warm' ? stoppedPacing(state, now) : { ...stoppedPacing(state, now), trialFailedAt: now };
+}
+
+/** The trial of pacing that starts (or still heads down to a cap) at `rate`: see `startTrialDelayMs`. */
+function startTrial(now: number, rate: number): PaceTrial {
+  return { kind: 'start', since: now + WINDOW_RULES.startTrialDelayMs, answers: 0, throttled: 0, floor: rate / 2 };
 }
 
 /** Pacing ends (the 429s are not about our rate): the window alone answers them, cut once for this one. */
 function stoppedPacing(state: WindowState, now: number): WindowState {
-  return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now, paceTrial: undefined };
+  return { ...cutWindow(state, now), rate: undefined, throttleCutAt: now, paceTrial: undefined, trialPassedRate: 0 };
 }
 
 /** Multiplicative decrease of the window, ending slow start. */

@@ -68,11 +68,15 @@ describe('createWindowState', () => {
   });
 
   it('a paced start does not take the remembered rate for the best this night\'s partner accepts (its cap may have fallen since)', () => {
-    expect(createWindowState(32, 0, 8, 40).peakAcceptedRate).toBe(0);
-    // A cap now a tenth of the remembered pace is paced at once, with no trial.
-    const next = nextWindowState(createWindowState(32, 0, 8, 40), throttled({ sentAt: 100, sendRate: 38, acceptedRate: 4, sustainedRate: 4, throttledShare: 0.9 }), 1000);
+    const warm = createWindowState(32, 0, 8, 40);
+    expect(warm.peakAcceptedRate).toBe(0);
+    // The remembered pace is on trial as a pace just started is: it may have been 429s of chance.
+    expect(warm.paceTrial).toEqual({ kind: 'warm', since: R.startTrialDelayMs, answers: 0, throttled: 0, floor: (40 * R.rateBackoff) / 2 });
+    // A cap now a tenth of the remembered pace is paced at once, with no low trial: still heading
+    // down to the cap, the start's trial begins again from this cut.
+    const next = nextWindowState(warm, throttled({ sentAt: 100, sendRate: 38, acceptedRate: 4, sustainedRate: 4, throttledShare: 0.9 }), 1000);
     expect(next.rate).toBeCloseTo(38 * (1 - 0.9) * R.rateBackoff, 9);
-    expect(next.paceTrial).toBeUndefined();
+    expect(next.paceTrial).toMatchObject({ kind: 'warm', since: 1000 + R.startTrialDelayMs, answers: 0 });
   });
 
   it('a remembered pace this run\'s window cannot carry ends at the first answer, held back or not', () => {
@@ -246,6 +250,131 @@ describe('429s while pacing', () => {
     expect(again.pacingStartedAt).toBe(200);
   });
 
+  describe('pacing is on trial from its start: do the 429s end when paced?', () => {
+    // Unpaced, window 30 at 200 ms: a fair share of 429s starts pacing at 100 × 0.6 × 0.95 = 57/s.
+    const START = 200;
+    const started = (): WindowState =>
+      nextWindowState(stateWith({ window: 30, smoothedLatencyMs: 200, peakAcceptedRate: 70 }), throttled({ sentAt: 100, sendRate: 100, acceptedRate: 70, throttledShare: 0.4 }), START);
+    /** Answers to `total` requests sent from `from` on, one a ms, the first `throttledCount` of them 429s (a fifth of the answers each), answered 200 ms later. */
+    const answer = (state: WindowState, from: number, total: number, throttledCount: number): WindowState => {
+      let s = state;
+      for (let i = 0; i < total; i += 1) {
+        const sentAt = from + i;
+        s = i < throttledCount
+          ? nextWindowState(s, throttled({ sentAt, sendRate: 57, acceptedRate: 52, sustainedRate: 52, throttledShare: 0.1 }), sentAt + 200)
+          : nextWindowState(s, ok({ sentAt, latencyMs: 200, inFlightAtSend: 12, paceLimited: true }), sentAt + 200);
+      }
+      return s;
+    };
+    const judged = START + R.startTrialDelayMs;
+
+    it('counts the answers to requests sent from startTrialDelayMs after the start (the burst\'s count refuses a few paced ones)', () => {
+      const s = started();
+      expect(s.rate).toBeCloseTo(100 * 0.6 * R.rateBackoff, 9);
+      expect(s.paceTrial).toEqual({ kind: 'start', since: judged, answers: 0, throttled: 0, floor: (100 * 0.6 * R.rateBackoff) / 2 });
+      expect(answer(s, judged - 10, 10, 0).paceTrial?.answers).toBe(0);
+      expect(answer(s, judged, 10, 0).paceTrial?.answers).toBe(10);
+    });
+
+    it.each([
+      ['none of them 429s: paced below a cap', 0, 'passes'],
+      ['trialPassShare of them', Math.floor(R.trialAnswers * R.trialPassShare), 'passes'],
+      ['a random 10% of answers, whatever the pace: no cap to pace below', R.trialAnswers / 10, 'fails'],
+    ] as const)('after trialAnswers answers, %s', (_name, throttledCount, outcome) => {
+      const s = answer(started(), judged, R.trialAnswers, throttledCount);
+      expect(s.paceTrial).toBeUndefined();
+      // The best rate seen is not lowered by a start's trial (a low pace's trial sets it).
+      expect(s.peakAcceptedRate).toBe(70);
+      if (outcome === 'passes') {
+        expect(s.rate).toBeDefined();
+        expect(s.trialFailedAt).toBe(Number.NEGATIVE_INFINITY);
+      } else {
+        expect(s.rate).toBeUndefined();
+        expect(s.trialFailedAt).toBeGreaterThan(judged);
+      }
+    });
+
+    it('paced at a slow cap, a 429 every few seconds passes (7 of 80 answers over 20 s: the probe past it); a low pace\'s trial would fail', () => {
+      const spaced = (state: WindowState): WindowState => {
+        let s = state;
+        for (let i = 0; i < R.trialAnswers; i += 1) {
+          const sentAt = judged + i * 250;
+          s = i % 13 === 0
+            ? nextWindowState(s, throttled({ sentAt, sendRate: 4, acceptedRate: 3.8, sustainedRate: 3.8, throttledShare: 0.08 }), sentAt + 200)
+            : nextWindowState(s, ok({ sentAt, latencyMs: 200, inFlightAtSend: 1, paceLimited: true }), sentAt + 200);
+        }
+        return s;
+      };
+      const slow = { ...started(), rate: 3.8, rateAtThrottle: 4, peakAcceptedRate: 4 };
+      const passed = spaced(slow);
+      expect(passed.paceTrial).toBeUndefined();
+      expect(passed.rate).toBeDefined();
+      const low = spaced({ ...slow, paceTrial: { kind: 'low', since: judged, answers: 0, throttled: 0, floor: 1.9 } });
+      expect(low.rate).toBeUndefined();
+      expect(low.trialFailedAt).toBeGreaterThan(judged);
+    });
+
+    it('a remembered pace passes by its share of 429s alone; failing, it stops pacing with no cool-down (tonight finds its own)', () => {
+      // Last night's 3/s, reached by spiralling under 429s of chance: 8 of 80 answers over 27 s.
+      let s: WindowState = { ...createWindowState(8, 0, 1, 3), smoothedLatencyMs: 30 };
+      const since = R.startTrialDelayMs;
+      for (let i = 0; i < R.trialAnswers; i += 1) {
+        const sentAt = since + i * 333;
+        s = i % 10 === 0
+          ? nextWindowState(s, throttled({ sentAt, sendRate: 3, acceptedRate: 2.7, sustainedRate: 2.7, throttledShare: 0.1 }), sentAt + 30)
+          : nextWindowState(s, ok({ sentAt, latencyMs: 30, inFlightAtSend: 1, paceLimited: true }), sentAt + 30);
+      }
+      expect(s.rate).toBeUndefined();
+      expect(s.trialFailedAt).toBe(Number.NEGATIVE_INFINITY);
+      // A fair share of 429s paces again at once, on a trial of its own.
+      const again = nextWindowState(s, throttled({ sentAt: s.lastCutAt + 1, sendRate: 200, acceptedRate: 150, throttledShare: 0.25 }), s.lastCutAt + 100);
+      expect(again.paceTrial).toMatchObject({ kind: 'start' });
+    });
+
+    it('a pace cut below retrialShare of where its trial passed is tried again (a trial passed by luck must not let 429s of chance spiral it)', () => {
+      const passed = answer(started(), judged, R.trialAnswers, 0);
+      expect(passed.trialPassedRate / passed.rate!).toBeCloseTo(1, 2);
+      const stray = (state: WindowState, at: number): WindowState =>
+        nextWindowState(state, throttled({ sentAt: at - 200, sendRate: state.rate!, acceptedRate: 0.5 * state.rate!, throttledShare: 0.1 }), at);
+      let s = passed;
+      let at = 3000;
+      while (s.paceTrial === undefined && at < 60_000) {
+        s = stray(s, at);
+        at += 1100;
+      }
+      expect(s.paceTrial).toMatchObject({ kind: 'start', answers: 0 });
+      expect(s.rate!).toBeLessThan(passed.trialPassedRate * R.retrialShare);
+      expect(s.rate!).toBeGreaterThan(passed.trialPassedRate * R.retrialShare * 0.8);
+    });
+
+    it('a cut for a fair share of 429s (still heading down to the cap) starts the trial again; a stray one does not', () => {
+      const s = answer(started(), judged, 30, 0);
+      const down = nextWindowState(s, throttled({ sentAt: 1300, sendRate: 57, acceptedRate: 40, throttledShare: 0.3 }), 1500);
+      expect(down.paceTrial).toMatchObject({ kind: 'start', since: 1500 + R.startTrialDelayMs, answers: 0 });
+      const stray = nextWindowState(s, throttled({ sentAt: 1300, sendRate: 57, acceptedRate: 52, throttledShare: 0.1 }), 1500);
+      expect(stray.rate).toBeLessThan(s.rate!);
+      expect(stray.paceTrial).toMatchObject({ kind: 'start', since: judged, answers: 31, throttled: 1 });
+    });
+
+    it('heading below a quarter of the best rate turns it into a low pace\'s trial', () => {
+      const s = nextWindowState(started(), throttled({ sentAt: 400, sendRate: 20, acceptedRate: 12, throttledShare: 0.5 }), 600);
+      expect(s.paceTrial).toMatchObject({ kind: 'low', since: 600, answers: 0 });
+    });
+
+    it('for trialCooldownMs after it failed, a fair share of 429s does not start pacing: the window answers, once a second', () => {
+      const failed = answer(started(), judged, R.trialAnswers, R.trialAnswers / 10);
+      const at = failed.trialFailedAt + 2000;
+      const overshoot = throttled({ sentAt: at - 200, sendRate: 60, acceptedRate: 45, throttledShare: 0.25 });
+      const cut = nextWindowState(failed, overshoot, at);
+      expect(cut.rate).toBeUndefined();
+      expect(cut.window).toBeCloseTo(failed.window * R.strayThrottleBackoff, 9);
+      expect(nextWindowState(cut, { ...overshoot, sentAt: at + 10 }, at + 500).window).toBe(cut.window);
+      // After the cool-down, it paces again (on trial again).
+      const later = failed.trialFailedAt + R.trialCooldownMs + 1;
+      expect(nextWindowState(failed, { ...overshoot, sentAt: later - 200 }, later).paceTrial).toMatchObject({ kind: 'start' });
+    });
+  });
+
   describe('a pace heading below a quarter of the best accepted rate is on trial', () => {
     // Best 60/s; a fair share of 429s heads the pace to 8/s, below 15.
     const low = (fields: Partial<WindowState> = {}): WindowState =>
@@ -265,7 +394,7 @@ describe('429s while pacing', () => {
     it('it paces there, and counts the answers to requests sent from then on', () => {
       const s = low();
       expect(s.rate).toBeCloseTo(12 * 0.7 * R.rateBackoff, 9);
-      expect(s.paceTrial).toEqual({ since: 6000, answers: 0, throttled: 0, floor: (12 * 0.7 * R.rateBackoff) / 2 });
+      expect(s.paceTrial).toEqual({ kind: 'low', since: 6000, answers: 0, throttled: 0, floor: (12 * 0.7 * R.rateBackoff) / 2 });
       // An answer to a request sent before the trial does not count.
       expect(nextWindowState(s, ok({ sentAt: 5999 }), 6100).paceTrial?.answers).toBe(0);
     });
