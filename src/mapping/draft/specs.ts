@@ -39,9 +39,10 @@ export function wordsSpec(source: Record<string, unknown>, plain: () => string |
     return { spec: { ...source, case: 'lower' }, note: `decide: none of ${quoteList(unknown)} is a known word (known: ${[...words].join(', ')})` };
   }
   if (unknown.length === 0) return { spec: { ...source, map: table }, note: undefined };
+  // Kept in lower case: the partner takes an unknown word (with a warning), not an upper-case code.
   return {
-    spec: { ...source, map: table, on_miss: 'keep' },
-    note: `decide: ${quoteList(unknown)} matched no known word (known: ${[...words].join(', ')}); sent as is until mapped`,
+    spec: { ...source, case: 'lower', map: table, on_miss: 'keep' },
+    note: `decide: ${quoteList(unknown)} matched no known word (known: ${[...words].join(', ')}); sent in lower case until mapped`,
   };
 }
 

@@ -22,11 +22,21 @@ describe('value tables from the partner\'s known words', () => {
     ['codes become words', 'Sex', ['M', 'F', 'm'], { column: 'Sex', map: { F: 'female', M: 'male' } }],
     ['known words in capitals only need lower case', 'Marital', ['SINGLE', 'MARRIED'], { column: 'Marital', case: 'lower' }],
     ['known words as they are stay as they are', 'Gender', ['male', 'female'], 'Gender'],
-    ['a code no known word matches is kept and flagged', 'Sex', ['M', 'F', 'Q'], { column: 'Sex', map: { F: 'female', M: 'male' }, on_miss: 'keep' }],
+    ['a code no known word matches is kept (in lower case) and flagged', 'Sex', ['M', 'F', 'Q'], { column: 'Sex', case: 'lower', map: { F: 'female', M: 'male' }, on_miss: 'keep' }],
   ] as const)('%s', (_, column, values, spec) => {
     const { content, yaml } = draftCsv(['FirstName', 'DOB', column], values.map((v, i) => [`Name${i}`, '01/02/1980', v]));
     expect(fieldsOf(content)['application.drivers[0].gender'] ?? fieldsOf(content)['application.drivers[0].marital_status']).toEqual(spec);
-    if (values.includes('Q' as never)) expect(yaml).toMatch(/# decide: "Q" matched no known word \(known: male, female, non_binary, unknown\)/);
+    if (values.includes('Q' as never)) expect(yaml).toMatch(/# decide: "Q" matched no known word \(known: male, female, non_binary, unknown\); sent in lower case until mapped/);
+  });
+
+  it('a row with a code no known word matches is valid as drafted: sent with a warning, as the draft says, not refused', () => {
+    const header = ['FirstName', 'DOB', 'Sex'];
+    const { yaml } = draftCsv(header, [['Ann', '01/02/1980', 'F'], ['Bo', '03/04/1979', 'M'], ['Cy', '05/06/1990', 'X']]);
+    const mapping = compileMapping(yaml, 'draft.yaml');
+    const row = mapping.mapRow({ FirstName: 'Cy', DOB: '05/06/1990', Sex: 'X' }, 3);
+    expect(row.errors.filter((e) => e.path.includes('gender'))).toEqual([]);
+    expect(JSON.stringify(row.request)).toContain('"gender":"x"');
+    expect(row.warnings.map((w) => w.message).join('\n')).toMatch(/"x" is not in the value table/);
   });
 
   it('a column of many different words gets no table', () => {
