@@ -151,12 +151,13 @@ export class RunMonitor {
    * partner set (see `limitSetBy`): our side held the sends back, `--rate` (`rate`, requests/s) or
    * the input (see {@link sendsHeldBy}). Null when the partner answered nothing.
    */
-  settled(ceiling: number, rate: number | null): { limit: number; pace: number | null; beforeSilence: boolean; heldBy: 'rate' | 'input' | null } | null {
+  settled(ceiling: number, rate: number | null): { limit: number; samples: number; pace: number | null; beforeSilence: boolean; heldBy: 'rate' | 'input' | null } | null {
     const samples = this.#samples.slice(0, this.#answeredSamples);
     const settled = settledLimitOf(samples.map((x) => x.lim));
     if (settled === null) return null;
     return {
       limit: settled.limit,
+      samples: settled.samples,
       pace: settledPaceOf(samples.map((x) => x.pace)),
       beforeSilence: this.#silentAtEnd,
       heldBy: limitSetBy(samples, settled.limit, ceiling) === 'run' ? sendsHeldBy(samples.map((x) => x.sent), rate) : null,

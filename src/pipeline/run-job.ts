@@ -104,6 +104,8 @@ export interface RunJobResult {
    * answered if it stopped answering before (`settledBeforeSilence`); null when it answered nothing.
    */
   settledLimit: number | null;
+  /** The seconds (samples) `settledLimit` and `settledPace` are the median of: the run's last quarter, at least its last 10. */
+  settledSamples: number;
   settledBeforeSilence: boolean;
   /** When that limit, below the ceiling, was held by our side, not set by the partner: by `--rate`, or by an input with fewer rows to send than it allowed. */
   limitHeldBy: 'rate' | 'input' | null;
@@ -168,9 +170,10 @@ function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; 
 }
 
 /** The result's settled figures from the monitor's (null: not adaptive, or the partner answered nothing). */
-function settledFigures(settled: ReturnType<RunMonitor['settled']>): Pick<RunJobResult, 'settledLimit' | 'settledPace' | 'settledBeforeSilence' | 'limitHeldBy'> {
+function settledFigures(settled: ReturnType<RunMonitor['settled']>): Pick<RunJobResult, 'settledLimit' | 'settledSamples' | 'settledPace' | 'settledBeforeSilence' | 'limitHeldBy'> {
   return {
     settledLimit: settled?.limit ?? null,
+    settledSamples: settled?.samples ?? 0,
     settledPace: settled?.pace ?? null,
     settledBeforeSilence: settled?.beforeSilence ?? false,
     limitHeldBy: settled?.heldBy ?? null,

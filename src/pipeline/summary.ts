@@ -60,7 +60,9 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
   if (!result.alreadyCompleted) lines.push(`duration     ${(result.durationMs / 1000).toFixed(1)} s${result.resumed ? ' (resumed)' : ''}`);
   if (result.haltReason !== null) lines.push(`stopped      ${result.haltReason}`);
   // After an outage the figures are from before it: the back-off since says nothing of the partner's limit.
-  const when = result.settledBeforeSilence ? 'when the partner last answered' : 'at the end';
+  // A median, as `report`'s settled limit: the end of a run moves too much to be read alone.
+  const span = `median of ${result.settledSamples === 1 ? '1 s' : `the last ${result.settledSamples} s`}`;
+  const when = result.settledBeforeSilence ? `when the partner last answered (${span} of answers)` : `at the end (${span})`;
   if (result.settledLimit !== null) {
     const allowed = `in flight    ${Math.round(result.settledLimit * 10) / 10} requests allowed ${when}`;
     // At the ceiling the partner showed no limit of its own: the number is the user's, not a finding.

@@ -80,7 +80,7 @@ describe('run', () => {
   it('says when adaptive concurrency ended at the --concurrency ceiling: the number is then the user\'s, not a limit the partner showed', async () => {
     const result = await run(['--concurrency', '1']); // a window never goes below 1: at the ceiling throughout
     expect(result.code, result.stderr).toBe(1);
-    expect(result.stdout).toContain("in flight    1 requests allowed at the end: the --concurrency ceiling (the partner's answers never called for fewer)\n");
+    expect(result.stdout).toMatch(/\nin flight {4}1 requests allowed at the end \(median of (?:1 s|the last \d+ s)\): the --concurrency ceiling \(the partner's answers never called for fewer\)\n/);
   });
 
   it('says when --rate, not the partner, held the window below the ceiling', async () => {
@@ -89,7 +89,7 @@ describe('run', () => {
     const result = await run(['--concurrency', '8', '--rate', '40']);
     expect(result.code, result.stderr).toBe(1);
     // The window may grow a little in the seconds a burst filled half of it, never to the ceiling.
-    const allowed = /\nin flight {4}([\d.]+) requests allowed at the end \(adaptive concurrency; --rate 40\/s held the sends back, so the window seldom filled: no limit of the partner's\)\n/.exec(result.stdout);
+    const allowed = /\nin flight {4}([\d.]+) requests allowed at the end \(median of (?:1 s|the last \d+ s)\) \(adaptive concurrency; --rate 40\/s held the sends back, so the window seldom filled: no limit of the partner's\)\n/.exec(result.stdout);
     expect(allowed, result.stdout).not.toBeNull();
     // The report tells the morning's reader the same.
     const json = await runCli(['report', '--ledger', tmp.path('l.db'), '--format', 'json'], { cwd: tmp.dir });

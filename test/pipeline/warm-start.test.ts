@@ -90,7 +90,7 @@ describe('adaptive concurrency across jobs', () => {
     expect(first.code).not.toBe(3); // completed (exit 1: the generated file's deliberate bad rows)
     expect(logLines(first.stderr).filter((l) => l.event === 'warm_start')).toEqual([]);
     // Below the --concurrency ceiling (8): a limit the partner showed, as the summary says.
-    expect(first.stdout).toMatch(/\nin flight {4}[\d.]+ requests allowed at the end \(adaptive concurrency: where the partner's answers led it\)\n/);
+    expect(first.stdout).toMatch(/\nin flight {4}[\d.]+ requests allowed at the end \(median of (?:1 s|the last \d+ s)\) \(adaptive concurrency: where the partner's answers led it\)\n/);
     const second = await run(files.second, sandbox.url);
     expect(second.code).not.toBe(3);
     const warm = logLines(second.stderr).filter((l) => l.event === 'warm_start');

@@ -88,7 +88,7 @@ describe('a partner that accepts connections and never answers', () => {
     expect(readLedger(ledger).runs.at(-1)?.status).toBe('halted');
     // Where the limit stood when the partner last answered, as `report` says it: not the window the
     // outage's failures and probes cut it to since.
-    const allowed = /\nin flight {4}([\d.]+) requests allowed when the partner last answered/.exec(result.stdout);
+    const allowed = /\nin flight {4}([\d.]+) requests allowed when the partner last answered \(median of (?:1 s|the last \d+ s) of answers\)/.exec(result.stdout);
     expect(allowed, result.stdout).not.toBeNull();
     const report = await startCli(['report', '--ledger', ledger, '--format', 'json'], { cwd: files.dir }).done;
     const partnerFigures = (JSON.parse(report.stdout) as { partner: { settled_limit: number } }).partner;
@@ -163,7 +163,7 @@ describe('a partner whose validation answers while its quotes never do', () => {
     const result = await done;
     expect(result.code, result.stderr).toBe(3);
     expect(partner.received.validate).toBeGreaterThanOrEqual(2);
-    const allowed = /\nin flight {4}([\d.]+) requests allowed when the partner last answered/.exec(result.stdout);
+    const allowed = /\nin flight {4}([\d.]+) requests allowed when the partner last answered \(median of (?:1 s|the last \d+ s) of answers\)/.exec(result.stdout);
     expect(allowed, result.stdout).not.toBeNull();
     const report = await startCli(['report', '--ledger', ledger, '--format', 'json'], { cwd: files.dir }).done;
     expect(Number(allowed?.[1])).toBe(Math.round((JSON.parse(report.stdout) as { partner: { settled_limit: number } }).partner.settled_limit * 10) / 10);
