@@ -192,7 +192,9 @@ export class RunMonitor {
     this.#windowThrottled += s.throttled;
     this.#windowErrors += s.errors;
     const now = performance.now();
-    if (now - this.#windowStartedAt < RETRY_WARN_WINDOW_MS) return;
+    // The last sample judges the window it ends, however short: a run under half a minute, or the
+    // end of a longer one, warns too.
+    if (now - this.#windowStartedAt < RETRY_WARN_WINDOW_MS && !this.#stopped) return;
     if (retriesPileUp(this.#windowAttempts, this.#windowThrottled, this.#windowErrors)) {
       const seconds = Math.round((now - this.#windowStartedAt) / 1000);
       this.logger.warn(

@@ -84,6 +84,17 @@ describe('--json-log: the halt line carries code, hint and exit_code', () => {
     );
   });
 
+  it('a run shorter than the half minute a retries warning looks back over still warns of its 429s and failures', async () => {
+    sandbox = await startCanarySandbox({ throttleRate: 0.15, failRate: 0.05, retryAfterSeconds: 0 });
+    const { result, lines } = await run(sandbox.url, ['--max-attempts', '10']);
+    expect(result.code, result.stderr).toBe(1); // the sample's invalid rows; every other row answered
+    const retries = lines.filter((l) => l.event === 'retries');
+    expect(retries, result.stderr).toHaveLength(1);
+    expect(retries[0]).toMatchObject({ level: 'warn', msg: expect.stringMatching(/^retries piling up: in the last \d+ s /) });
+    expect(Number(retries[0]!.throttled) + Number(retries[0]!.errors)).toBeGreaterThanOrEqual(5);
+    expectNoSecrets('retries', [result], tmp.path('l.db'));
+  });
+
   it('a run resumed after a kill: its warnings (a crashed run, rows in doubt) and its info lines carry an event too', async () => {
     sandbox = await startCanarySandbox();
     const first = await run(sandbox.url, ['--limit', '40']);
