@@ -33,8 +33,12 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
         const n = result.dropped.length;
         const kind = `${flags.includeUnfinished === true ? '' : 'completed '}${n === 1 ? 'job' : 'jobs'}`;
         const rows = result.dropped.reduce((sum, job) => sum + job.rows, 0);
+        // Jobs old enough but in use, or kept for an older one, are named in the warnings below.
+        const leftAlone = result.inUse.length + result.keptForOlder.length;
         lines.push(n === 0
-          ? `no ${kind} without activity since ${result.cutoff}`
+          ? leftAlone > 0
+            ? `${dryRun ? 'would drop' : 'dropped'} no ${kind}: ${leftAlone} without activity since ${result.cutoff} ${leftAlone === 1 ? 'was' : 'were'} left (below)`
+            : `no ${kind} without activity since ${result.cutoff}`
           : `${dryRun ? 'would drop' : 'dropped'} ${n} ${kind} without activity since ${result.cutoff} (${rows} ${rows === 1 ? 'row' : 'rows'}): ${describeJobs(result.dropped)}`);
         for (const job of result.keptForOlder) {
           logger.warn(`job ${job.id} kept: an older unfinished job of the same input and mapping stays, and would be resumed without it (drop both with --include-unfinished)`, {

@@ -270,6 +270,8 @@ describe('resolve and prune', () => {
       expect(busy.code, busy.stderr).toBe(0);
       const lines = busy.stderr.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines[0]).toMatchObject({ level: 'warn', event: 'prune_skipped', job: 1 });
+      // Not "no jobs without activity": there was one, and the warning says why it stays.
+      expect(busy.stdout).toMatch(/^dropped no jobs: 1 without activity since \S+ was left \(below\)\n/);
       expect(readLedger(ledger).jobs).toHaveLength(1);
     } finally {
       holder.close();
