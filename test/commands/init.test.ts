@@ -111,6 +111,9 @@ describe('quote-batch init', () => {
   it('reads only the rows it needs, and refuses what it cannot read', async () => {
     const few = await runCli(['init', 'samples/leads.csv', '--rows', '5']);
     expect(few.stdout).toMatch(/from its header and 5 rows\./);
+    // An NDJSON file has no header: the draft says what it read.
+    const records = await runCli(['init', 'samples/leads.ndjson', '--rows', '5']);
+    expect(records.stdout).toMatch(/from the fields of its first 5 records\./);
     const unknown = await runCli(['init', tmp.path('leads.xlsx')]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/^error: .*leads\.xlsx/);

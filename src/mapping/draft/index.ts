@@ -167,7 +167,7 @@ class Drafter {
   headerComments(): string[] {
     const rows = this.input.rows;
     return [
-      ` Draft mapping for ${this.input.fileName}, written by \`quote-batch init\` from its header and ${rows} row${rows === 1 ? '' : 's'}.`,
+      ` Draft mapping for ${this.input.fileName}, written by \`quote-batch init\` from ${this.input.format === 'ndjson' ? `the fields of its first ${rows} record${rows === 1 ? '' : 's'}` : `its header and ${rows} row${rows === 1 ? '' : 's'}`}.`,
       ' Lines marked "check:" are guesses and "decide:" need you. Then try it on the whole file:',
       `   quote-batch check ${this.input.fileName} --mapping <this file> --coverage`,
       ' See docs/mapping.md for every construct.',
