@@ -146,6 +146,20 @@ describe('NDJSON', () => {
     expect(content.groups[1]).toMatchObject({ target: 'application.vehicles', each: 'vehicles', key: 'vin', fields: { year: { column: 'year', type: 'integer' } } });
   });
 
+  it('nested fields named by their object (person.birth, consent.at) are placed as their CSV columns (Birth Date, Consent Time) are', () => {
+    const records = [
+      { lead: { ref: 'PX-1' }, person: { first: 'Avery', birth: '02.02.1951' }, consent: { tcpa: 'yes', at: '2026-03-02 11:01:00' } },
+      { lead: { ref: 'PX-2' }, person: { first: 'Blake', birth: '13.03.1952' }, consent: { tcpa: 'no', at: '2026-03-03 09:30:00' } },
+    ];
+    const result = draftMapping({ fileName: 'leads.ndjson', format: 'ndjson', columns: null, ...collectSample(null, records) });
+    const content = parse(result.yaml) as { fields: Record<string, unknown> };
+    expect(content.fields['application.drivers[0].dob']).toEqual({ path: 'person.birth', type: 'date', format: 'DD.MM.YYYY' });
+    expect(content.fields['compliance.consent_timestamp']).toMatchObject({ path: 'consent.at', type: 'timestamp', format: 'YYYY-MM-DD HH:mm:ss' });
+    expect(content.fields['compliance.tcpa_consent']).toMatchObject({ path: 'consent.tcpa', type: 'boolean' });
+    const mapped = compileMapping(result.yaml, 'draft.yaml').mapRow(records[1] as Record<string, unknown>, 2);
+    expect(JSON.stringify(mapped.request)).toContain('"dob":"1952-03-13"');
+  });
+
   it('a text field the file holds as JSON numbers is drafted with type: digits; a ZIP with type: zip, which gives back its lost leading 0', () => {
     const records = [{ id: 'L-1', contact: { zip: 2134 }, license_number: 12345678 }, { id: 'L-2', contact: { zip: 33655 }, license_number: 87654321 }];
     const result = draftMapping({ fileName: 'leads.ndjson', format: 'ndjson', columns: null, ...collectSample(null, records) });
