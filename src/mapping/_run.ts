@@ -56,7 +56,12 @@ export function mapRecord(plan: MappingPlan, record: Rec, rowNumber: number, ref
     if (known.some((path) => overlaps(issue.path, path))) continue;
     const { columns, kind } = traceColumns(plan.root, request, issue.path, row);
     const rowIssue: RowIssue = { path: issue.path, message: issue.message, columns, sourceKind: kind };
-    if (issue.received !== undefined) rowIssue.received = issue.received;
+    if (issue.received !== undefined) {
+      rowIssue.received = issue.received;
+      // The file's own text, when a conversion changed it: the request's value is not in the file.
+      const text = kind === 'column' && columns.length === 1 ? record[columns[0] as string] : undefined;
+      if (typeof text === 'string' && text !== String(issue.received)) rowIssue.sourceText = text;
+    }
     row.errors.push(rowIssue);
   }
   const enumWarnings = plan.passCoversEnums ? findUnknownEnumValues(request) : [];

@@ -13,7 +13,8 @@ export function formatRowIssue(rowNumber: number, issue: RowIssue): string {
   }
   if (issue.columns.length > 0) {
     const noun = issue.sourceKind === 'field' ? 'field' : 'column';
-    text += ` (${issue.columns.length === 1 ? noun : `${noun}s`} ${issue.columns.join(', ')})`;
+    const inFile = issue.sourceText === undefined ? '' : `, ${quoteValue(issue.sourceText)} in the file`;
+    text += ` (${issue.columns.length === 1 ? noun : `${noun}s`} ${issue.columns.join(', ')}${inFile})`;
   }
   return text;
 }

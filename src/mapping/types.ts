@@ -61,6 +61,11 @@ export interface RowIssue {
   sourceKind?: 'column' | 'field';
   /** The offending value, when there was one. */
   received?: unknown;
+  /**
+   * The text of the one source column behind `received`, when the mapping's conversion changed it
+   * (a phone `555-01` sent as `55501`): what a user finds when searching the file.
+   */
+  sourceText?: string;
 }
 
 /** What `init` writes where only the user can say the value (the channel id): never to be sent to a partner. */

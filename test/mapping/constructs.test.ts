@@ -134,7 +134,7 @@ describe('conversions', () => {
     }
     // Not a 10-digit number once the code is off: the request's own check names it.
     expect(phone('44 20 7946 0958').errors.map((e) => formatRowIssue(2, e))).toEqual([
-      'row 2: application.drivers[0].contact_info.phone: expected 10 digits, got "442079460958" (column p)',
+      'row 2: application.drivers[0].contact_info.phone: expected 10 digits, got "442079460958" (column p, "44 20 7946 0958" in the file)',
     ]);
     expect(phone('n/a').errors.map((e) => formatRowIssue(2, e))).toEqual(['row 2: application.drivers[0].contact_info.phone: expected a phone number, got "n/a" (column p)']);
   });
@@ -207,7 +207,7 @@ describe('conversions', () => {
     // Written with four digits, a date of birth in the future is the row's error, not a request.
     const future = mapOne('', { dob: '02/03/2099' });
     expect(formatRowIssue(7, future.errors[0] ?? { path: '', message: '', columns: [] })).toBe(
-      'row 7: application.drivers[0].dob: expected a date not in the future, got "2099-02-03" (column dob)',
+      'row 7: application.drivers[0].dob: expected a date not in the future, got "2099-02-03" (column dob, "02/03/2099" in the file)',
     );
     expect(mapOne(incident, { d: '5.7.2099' }, '').errors).toHaveLength(1);
   });
