@@ -136,12 +136,14 @@ describe('adaptive concurrency against simulated partners', () => {
     expect(settled.filter((s) => s.rate !== null && s.rate > 8 && s.rate < 12).length).toBeGreaterThanOrEqual(0.8 * settled.length);
   });
 
+  /** 1,000 rows, 8 senders, against a 30 ms partner answering `share` of requests 429 at random (Retry-After 1 s). */
+  const randomThrottles = (share: number, limiter: MakeLimiter) => simulateRun({
+    rows: 1000, senders: 8, seed: SEED, limiter: limiter(8), retryAfterMs: 1000,
+    partner: latencyPartner({ latency: () => 30, throttle: { share, random: createRandom(SEED + 2) } }),
+  });
+
   it.each([0.1, 0.15])('%s of answers 429 at random, no cap: pacing is tried, the 429s do not end, and it stops (it spiralled to 2/s)', async (share) => {
-    const run = (limiter: MakeLimiter) => simulateRun({
-      rows: 1000, senders: 8, seed: SEED, limiter: limiter(8), retryAfterMs: 1000,
-      partner: latencyPartner({ latency: () => 30, throttle: { share, random: createRandom(SEED + 2) } }),
-    });
-    const [a, f] = [await run(adaptive), await run(fixed)];
+    const [a, f] = [await randomThrottles(share, adaptive), await randomThrottles(share, fixed)];
     expect(a.succeeded).toBe(1000);
     expect(a.durationMs / f.durationMs).toBeLessThanOrEqual(1.6);
     // No pace is left at the end for the next night to start from.
@@ -149,12 +151,8 @@ describe('adaptive concurrency against simulated partners', () => {
   });
 
   it('a pace of 3/s remembered from a night that spiralled under 10% of 429s at random: tried, dropped, no pace left for the next', async () => {
-    const run = (limiter: MakeLimiter) => simulateRun({
-      rows: 1000, senders: 8, seed: SEED, limiter: limiter(8), retryAfterMs: 1000,
-      partner: latencyPartner({ latency: () => 30, throttle: { share: 0.1, random: createRandom(SEED + 2) } }),
-    });
     const remembered: MakeLimiter = (ceiling) => (clock) => new AdaptiveLimiter({ ceiling, clock, initialWindow: 1, warm: true, pace: 3 });
-    const [a, f] = [await run(remembered), await run(fixed)];
+    const [a, f] = [await randomThrottles(0.1, remembered), await randomThrottles(0.1, fixed)];
     expect(a.succeeded).toBe(1000);
     // Paced at 3/s to the end, it took 350 s or more; a fixed 8 takes about 20.
     expect(a.durationMs / f.durationMs).toBeLessThanOrEqual(3.5);
