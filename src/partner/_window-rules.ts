@@ -147,7 +147,7 @@ export function createWindowState(ceiling: number, now: number, initialWindow: n
         rateAtThrottle: pace,
         // A remembered pace is tried as a new one is: it may be last night's reading of 429s that
         // were never about our rate.
-        paceTrial: { ...startTrial(now, pace * WINDOW_RULES.rateBackoff), kind: 'warm' as const },
+        paceTrial: startTrial(now, pace * WINDOW_RULES.rateBackoff, 'warm'),
         // Not taken as the highest rate the partner accepted (`minPaceShare`): that was another
         // night, and a cap lowered since below a quarter of it must be paced, not left to the
         // window (a warm start at 30/s against a cap now 4/s: 49% answered 429, rows failed).
@@ -352,7 +352,8 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
   const pace = state.rate ?? Number.POSITIVE_INFINITY;
   let from: number;
   let target: number;
-  if (event.throttledShare >= WINDOW_RULES.pacingShare) {
+  const overshoot = event.throttledShare >= WINDOW_RULES.pacingShare;
+  if (overshoot) {
     const sendEstimate = event.sendRate * (1 - event.throttledShare);
     // Within a cap's second of pacing starting, the send rate and the share still describe the
     // unpaced burst that started it, and the cap's count of it refuses requests the new pace sent:
@@ -376,12 +377,11 @@ function cutRate(state: WindowState, event: Extract<WindowEvent, { type: 'thrott
     return stoppedPacing(state, now);
   }
   const trial = state.paceTrial;
-  const overshoot = event.throttledShare >= WINDOW_RULES.pacingShare;
   let paceTrial: PaceTrial | undefined;
   if (low && trial?.kind !== 'low') paceTrial = { kind: 'low', since: now, answers: 0, throttled: 0, floor: cutTo / 2 };
   // Pacing that starts, or is still heading down to a cap (a fair share of 429s), is judged once it got there.
   else if (state.rate === undefined) paceTrial = startTrial(now, cutTo);
-  else if (trial !== undefined && trial.kind !== 'low' && overshoot) paceTrial = { ...startTrial(now, cutTo), kind: trial.kind };
+  else if (trial !== undefined && trial.kind !== 'low' && overshoot) paceTrial = startTrial(now, cutTo, trial.kind);
   else if (trial === undefined && state.trialPassedRate > 0 && cutTo < state.trialPassedRate * WINDOW_RULES.retrialShare) paceTrial = startTrial(now, cutTo);
   else paceTrial = trial;
   // Before a trial is judged, the 429s it is there to tell apart may come whatever the pace: they
@@ -419,9 +419,9 @@ function judgedTrial(state: WindowState, sentAt: number, throttled: boolean, now
   return trial.kind === 'warm' ? stoppedPacing(state, now) : { ...stoppedPacing(state, now), trialFailedAt: now };
 }
 
-/** The trial of pacing that starts (or still heads down to a cap) at `rate`: see `startTrialDelayMs`. */
-function startTrial(now: number, rate: number): PaceTrial {
-  return { kind: 'start', since: now + WINDOW_RULES.startTrialDelayMs, answers: 0, throttled: 0, floor: rate / 2 };
+/** The trial of pacing that starts (or still heads down to a cap) at `rate`, or of a remembered pace (`warm`): see `startTrialDelayMs`. */
+function startTrial(now: number, rate: number, kind: 'start' | 'warm' = 'start'): PaceTrial {
+  return { kind, since: now + WINDOW_RULES.startTrialDelayMs, answers: 0, throttled: 0, floor: rate / 2 };
 }
 
 /** Pacing ends (the 429s are not about our rate): the window alone answers them, cut once for this one. */
