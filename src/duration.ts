@@ -1,5 +1,5 @@
 /**
- * Durations as the contract writes them (`90s`, `15m`, `2h`, `30d`; a bare number is seconds), read
+ * Durations as the README writes them (`90s`, `15m`, `2h`, `30d`; a bare number is seconds), read
  * from flags and the config file, and written back the same way in messages.
  */
 
@@ -15,7 +15,7 @@ export const MAX_WAIT_MS = 24 * 86_400_000;
 export const MAX_AGE_MS = 36_500 * 86_400_000;
 
 /**
- * Parses a duration as the contract writes them: `90s`, `15m`, `2h`, `30d`, `500ms`, or a bare
+ * Parses a duration as the README writes them: `90s`, `15m`, `2h`, `30d`, `500ms`, or a bare
  * number of seconds. Returns milliseconds; `undefined` when the text is not a duration.
  */
 export function parseDuration(text: string): number | undefined {

@@ -1,5 +1,5 @@
 /**
- * What a SIGINT or SIGTERM asks for, given the first one the process received (contract §5):
+ * What a SIGINT or SIGTERM asks for, given the first one the process received (README, "Outcomes, resume and the ledger"):
  * the first asks for a graceful stop; a second Ctrl-C exits at once. A signal that repeats the
  * first within a short window is the same request delivered twice, not a second one: GNU
  * `timeout` and process managers signal both the process and its group, and `npm start` forwards

@@ -80,7 +80,7 @@ export { parseDuration } from '../duration.js';
 
 /**
  * `--json-log`, the same on every command a nightly script may run (cron, CI): every line the
- * command writes on standard error is then one JSON object (contract §9). The edge reads it from
+ * command writes on standard error is then one JSON object (README, --json-log). The edge reads it from
  * the command line before commander does (`ctx.jsonLog`); declaring it makes it a known option.
  */
 export function jsonLogOption(): Option {

@@ -1,7 +1,7 @@
 /**
  * Whether another job of the ledger sent a lead: its row of that key, and for a row that found the
  * lead sent by a third job (`duplicate`, `sent_by_other_job`), the chain of such rows followed to the
- * row that sent it. `Ledger.sentByOtherJob` asks it before a lead is sent (contract §5: never a
+ * row that sent it. `Ledger.sentByOtherJob` asks it before a lead is sent (README: never a
  * lead sent twice by accident).
  */
 import type { LedgerStatements } from './_statements.js';

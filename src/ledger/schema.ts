@@ -1,7 +1,7 @@
 /**
  * The ledger's schema as numbered migrations. `PRAGMA user_version` holds the number applied;
  * a ledger with a higher number than this build knows is refused rather than misread.
- * The tables and views are the product contract (contract §6, docs/ledger.md): add columns,
+ * The tables and views are what users rely on (docs/ledger.md): add columns,
  * never rename or drop them.
  */
 export const ROW_STATES = [
@@ -47,7 +47,7 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
 const inList = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(', ');
 
 export const MIGRATIONS: readonly string[] = [
-  // 1: the contract's tables and views.
+  // 1: the documented tables and views.
   `
   CREATE TABLE jobs (
     id              INTEGER PRIMARY KEY,

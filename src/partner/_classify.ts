@@ -1,5 +1,5 @@
 /**
- * How each answer is read (contract §5's table): what one attempt's answer, or the lack of one,
+ * How each answer is read (the README's answer table): what one attempt's answer, or the lack of one,
  * means for the row, for the run, for the circuit breaker and for the concurrency limiter. Pure, so
  * that the whole table is tested without a network (test/partner/classify.test.ts).
  *
@@ -122,7 +122,7 @@ export function classifyTransportFailure(kind: AttemptKind, code: string, bodySe
   return { outcome: 'in_doubt', retry: false, errorCode: code, breaker: 'in_doubt', throttled: false };
 }
 
-/** A readable validation result (contract §4): HTTP 200, `status` success, `data.is_valid` a boolean. */
+/** A readable validation result (README, agent validation): HTTP 200, `status` success, `data.is_valid` a boolean. */
 export interface ValidationResult {
   isValid: boolean;
   /** The agent id when valid and given (a valid answer without one is still valid). */

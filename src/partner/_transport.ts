@@ -62,7 +62,7 @@ export class Transport {
         'user-agent': `quote-batch/${TOOL_VERSION}`,
       },
       // got retries no POST by default; it is switched off outright because the client's loop
-      // retries itself: only it knows whether the body left (contract §5).
+      // retries itself: only it knows whether the body left (README, "Outcomes, resume and the ledger").
       retry: { limit: 0 },
       // got sets no time-out by default. The connection's phases have their own, and the whole
       // request one; which fired tells whether the body may have been sent. (A `send` or `response`

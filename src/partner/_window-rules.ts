@@ -1,5 +1,5 @@
 /**
- * The update rules of the adaptive concurrency limiter (contract §5) as pure functions: the next
+ * The update rules of the adaptive concurrency limiter (README, "Outcomes, resume and the ledger") as pure functions: the next
  * state from the state, one finished attempt, and the time. No clock, no timers: the limiter
  * (`adaptive-limiter.ts`) feeds them and enforces the result; tests replay them as tables.
  *

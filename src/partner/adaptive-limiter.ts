@@ -1,5 +1,5 @@
 /**
- * `--adaptive` (the default, contract §5): requests in flight move between 1 and `--concurrency`
+ * `--adaptive` (the default, docs/adaptive.md): requests in flight move between 1 and `--concurrency`
  * with the partner's answers. The rules are the pure functions of `_window-rules.ts`; this class
  * measures around them (send and accept rates, in-flight counts), queues the callers and enforces
  * the window and, once the partner has throttled, the pacing rate. docs/adaptive.md describes it.

@@ -1,7 +1,7 @@
 /**
  * What the partner client offers its callers (the pipeline, the `agents` command): its options,
  * per-call hooks, the events it reports outside of calls, and the {@link PartnerClient} interface.
- * The implementation, with the retry policy of contract §5, is `client.ts`.
+ * The implementation, with the retry policy of the README's outcomes, is `client.ts`.
  */
 import type { BreakerState } from './circuit-breaker.js';
 import type { ConcurrencyLimiter } from './concurrency.js';
@@ -83,7 +83,7 @@ export interface CallOptions {
   onAttempt?: (attempt: AttemptRecord) => void;
   /**
    * Called when the call will send its request again, with the record of the attempt that did not
-   * take (answered with a refusal the contract retries, such as a 429, or never sent), and awaited
+   * take (answered with a refusal the client retries, such as a 429, or never sent), and awaited
    * before the back-off or `Retry-After` wait begins. The pipeline takes the row out of `in_flight`
    * here: a run killed while it waits leaves the row to be sent again, not in doubt. If it throws
    * (or rejects), the call rejects with that error.

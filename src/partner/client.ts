@@ -1,5 +1,5 @@
 /**
- * The partner HTTP client: the retry policy of the contract (§5) on top of one keep-alive got
+ * The partner HTTP client: the retry policy of the README's outcomes on top of one keep-alive got
  * instance, which runs on a thread of its own (`thread-transport.ts`). Every call returns a
  * classified {@link CallOutcome}; a per-request failure is never thrown, and nothing it returns
  * holds the API key (in any encoding) or got's error objects.

@@ -6,7 +6,7 @@
  * a `Retry-After` holds none, so one throttled request never freezes the others.
  *
  * {@link FixedLimiter} is `--no-adaptive`; `AdaptiveLimiter` (`./adaptive-limiter.ts`) moves the
- * limit with the partner's answers (contract §5).
+ * limit with the partner's answers (README, "Outcomes, resume and the ledger").
  */
 import { onAnyAbort, type WaitResult } from './_sleep.js';
 

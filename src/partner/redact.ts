@@ -6,7 +6,7 @@
  * writes it, `\u002B`) or percent-encoded in either case (`%2B`, `%2f`; `%3D` for its `=` padding),
  * and broken into lines anywhere (MIME, PEM) by raw, JSON-escaped or percent-encoded line breaks.
  * The client runs every byte it keeps through it before anything is parsed, stored, logged or
- * printed (contract §5: "redacted from everything stored or printed, in every encoding").
+ * printed (README, "Outcomes": "redacted from everything stored or printed, in every encoding").
  *
  * Two precompiled regexes per key (built by the constructor): one for the key itself, one with an
  * alternative per encoded rendering; only the characters next to a match are looked at further.

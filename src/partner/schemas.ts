@@ -1,5 +1,5 @@
 /**
- * The partner interface as zod schemas (spec: shared/spec/partner-api.md §2, filled in by
+ * The partner interface as zod schemas (the partner's interface, filled in by
  * public-reference.md). Types are `z.infer` of the schemas, so the two cannot drift.
  *
  * Request schemas are as strict as the spec's formats; response schemas are loose (they accept

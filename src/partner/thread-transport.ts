@@ -4,7 +4,7 @@
  * flight, while the main thread also maps rows and commits the ledger. Here got runs in a worker
  * (`_transport-thread.ts`) and the main thread only passes it strings: a request's URL and body out,
  * the `RawAttempt` back. The policy (retries, breaker, limiter, classification, redaction) stays on
- * the main thread, so every call keeps the order the contract needs: the row is marked `in_flight`
+ * the main thread, so every call keeps the order the ledger's durability needs: the row is marked `in_flight`
  * and committed before its request is handed to the thread.
  *
  * Loading got takes the thread a quarter of a second: `run` starts one as soon as it starts

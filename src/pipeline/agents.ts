@@ -1,7 +1,7 @@
 /**
  * Agent validation once per distinct e-mail per job: concurrent rows with one e-mail share one
  * call, and a result recorded by an earlier run of the same job is reused. Only a readable answer
- * is a result (contract §4): HTTP 200, `status` success, `data.is_valid` a boolean. Anything else is
+ * is a result (README, agent validation): HTTP 200, `status` success, `data.is_valid` a boolean. Anything else is
  * a transient failure of that call — retried by the client, never stored as "not valid".
  */
 import type { Ledger } from '../ledger/index.js';

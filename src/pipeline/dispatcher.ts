@@ -2,7 +2,7 @@
  * Between the reader and the senders: hands each item that needs sending to a task, with at most
  * `concurrency` tasks running and at most `concurrency × readAhead` in all, so that reading stops
  * while the senders are busy (memory is bounded whatever the file size). How many requests are
- * really in flight is the partner client's limiter's business (adaptive or fixed, contract §5):
+ * really in flight is the partner client's limiter's business (adaptive or fixed, docs/adaptive.md):
  * `concurrency` here is its ceiling.
  */
 import pLimit from 'p-limit';

@@ -1,6 +1,6 @@
 /**
  * One run of a job: reads the input, records each row, and sends the rows that need sending through
- * the dispatcher to the partner client, recording every outcome (contract §5). It stops sending on
+ * the dispatcher to the partner client, recording every outcome (README, "Outcomes, resume and the ledger"). It stops sending on
  * the user's stop (Ctrl-C, SIGTERM, `--max-runtime`) and when the client halts (a key or endpoint
  * the partner refuses, a `Retry-After` too long, an outage past `--max-outage`).
  */

@@ -1,6 +1,6 @@
 /**
  * What the ledger keeps of a request body (`--store-requests`). `masked` replaces the personal
- * data of contract §6 — names, date of birth, phone, e-mail, street address, licence id and IP —
+ * data docs/ledger.md lists — names, date of birth, phone, e-mail, street address, licence id and IP —
  * and keeps what analysts need to explain an outcome (states, vehicles, coverage, pricing).
  */
 import type { StoreRequests } from '../config/index.js';

@@ -1,5 +1,5 @@
 /**
- * What an unattended run tells its operators while it works (contract §9): the client's breaker
+ * What an unattended run tells its operators while it works (README, --json-log): the client's breaker
  * and halt events as log lines at their level (warn when the partner looks down and when it is back,
  * with when the run will give up; error when it halts), retries piling up (at least 5% of requests)
  * as a warn line at most every half minute, and one `run_samples` row per second (requests allowed
@@ -20,7 +20,7 @@ const RETRY_WARN_MIN = 5;
 /**
  * ...and the share of the window's requests they must be. Adaptive concurrency finds a rate cap by
  * meeting it: 1–3% of requests answered 429 all night is it working, and a warning every half
- * minute for it taught ops to ignore the line (the ops trial's L3).
+ * minute for it taught ops to ignore the line.
  */
 const RETRY_WARN_MIN_SHARE = 0.05;
 

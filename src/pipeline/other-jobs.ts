@@ -1,6 +1,6 @@
 /**
  * What other jobs of the ledger already did with a row's lead. A file fixed in place, a mapping
- * edited, or `--fresh`, is a new job (contract §5): without this, every lead an earlier job sent
+ * edited, or `--fresh`, is a new job (README, "Outcomes, resume and the ledger"): without this, every lead an earlier job sent
  * would reach the partner again. In uat and production, for another job of the same environment and
  * operation:
  *

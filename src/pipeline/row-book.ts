@@ -2,7 +2,7 @@
  * The run's bookkeeping of rows: what it writes to the ledger and when, the in-memory counts per
  * state (for progress and the end state), and how far the input is finished (the resume point).
  *
- * Durability rules (contract §5): a row is recorded as `pending` (or `invalid`/`duplicate`) when
+ * Durability rules (README, "Outcomes, resume and the ledger"): a row is recorded as `pending` (or `invalid`/`duplicate`) when
  * read, marked `in_flight` durably right before its request leaves, and given its outcome when the
  * answer (or the lack of one) is known. Writes of row tasks are committed together, at the end of
  * the event-loop turn: with 64 rows in flight, one commit instead of 128. A task awaits the commit

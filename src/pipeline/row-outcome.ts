@@ -1,5 +1,5 @@
 /**
- * From a partner call's outcome to what the ledger keeps of the row (contract §5's table, the
+ * From a partner call's outcome to what the ledger keeps of the row (the README's answer table, the
  * "row becomes" column), with every stored text bounded.
  */
 import type { RowOutcome, RowState } from '../ledger/index.js';

@@ -1,7 +1,7 @@
 /**
  * The main job: read → map → validate → agent → send → record, streaming with backpressure.
  *
- * Durability rules (contract §5): a row is recorded as `pending` (or `invalid`/`duplicate`)
+ * Durability rules (README, "Outcomes, resume and the ledger"): a row is recorded as `pending` (or `invalid`/`duplicate`)
  * when read, marked `in_flight` in its own committed statement right before its request leaves,
  * and given its outcome when the answer (or the lack of one) is known. A process that dies
  * leaves `in_flight` rows, which the next run turns into `in_doubt` and does not resend blindly.

@@ -1,4 +1,4 @@
-// The local imitation of the partner API (contract §8): re-exports only.
+// The local imitation of the partner API (docs/sandbox.md): re-exports only.
 export {
   startSandbox, DEFAULT_SANDBOX_API_KEY, DEFAULT_SANDBOX_SEED,
   type SandboxOptions, type SandboxHandle,

@@ -1,6 +1,6 @@
 /**
  * Output to a closed pipe (`quote-batch export … | head -1`) ends the command quietly with exit 0,
- * never a stack trace (contract §9); `run`, `resolve` and `prune` keep the exit code of the outcome
+ * never a stack trace (README, --json-log); `run`, `resolve` and `prune` keep the exit code of the outcome
  * they recorded (`run … | true` in cron must not report an unfinished job as done).
  */
 import { spawn } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
  * Every error a user can cause prints one line naming the thing and one hint, exits 2 and sends
- * nothing (contract §9); with --json-log the same as one JSON line (issue 9 item 7).
+ * nothing (README, --json-log); with --json-log the same as one JSON line (issue 9 item 7).
  */
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

@@ -54,7 +54,7 @@ describe('progress and exit codes', () => {
     expect(estimateTotalRows(snapshot({}))).toBe(0);
   });
 
-  it('maps a run end and its counts to the contract exit codes', () => {
+  it('maps a run end and its counts to the exit codes of the README', () => {
     const counts = { pending: 0, in_flight: 0, succeeded: 3, rejected: 0, agent_invalid: 0, invalid: 0, duplicate: 1, failed: 0, in_doubt: 0 };
     expect(exitCodeFor('completed', counts)).toBe(0);
     expect(exitCodeFor('completed', { ...counts, rejected: 1 })).toBe(1);

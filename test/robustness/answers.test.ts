@@ -129,7 +129,7 @@ async function expectRecovery(ledger: string): Promise<void> {
   expect(readLedger(ledger).jobs.at(-1)?.status).toBe('completed');
 }
 
-describe('quote answers (contract §5)', () => {
+describe('quote answers (README, "Outcomes, resume and the ledger")', () => {
   it('2xx: success, an unreadable body (succeeded, with a warning), status failed/error (rejected with the message)', async () => {
     const { script, keys } = byFirstLeads([
       { kind: 'forward-then-answer', status: 200, body: '<html><body>OK</body></html>', headers: { 'content-type': 'text/html' } },
@@ -349,7 +349,7 @@ describe('quote answers (contract §5)', () => {
   });
 });
 
-describe('agent validation answers (contract §4, §5)', () => {
+describe('agent validation answers (README, "Outcomes, resume and the ledger")', () => {
   it('a 200 that is not a readable result (not JSON, status error, no data) is retried, never stored as "not valid"', async () => {
     const bad = ['<html>maintenance</html>', '{"status":"error","message":"upstream timeout","data":{"is_valid":false}}', '{"status":"success","message":"ok"}'];
     const { ledger } = await setUp((r) => {

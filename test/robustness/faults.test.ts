@@ -2,7 +2,7 @@
  * Fault suite (issue item 4), without the long outage (see outage.test.ts): the sandbox answers
  * 5xx, throttles with Retry-After, resets connections before and after processing, and hangs.
  * The run must end with every row either in a final state or, when its answer was lost after the
- * body was sent, `in_doubt` (never resent blindly: contract §5); no lead twice; attempts bounded
+ * body was sent, `in_doubt` (never resent blindly: the README's outcomes); no lead twice; attempts bounded
  * and every one of them recorded; every Retry-After waited out.
  */
 import Database from 'better-sqlite3';
