@@ -6,6 +6,7 @@ import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
 import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution, type ResolveResult } from '../ledger/index.js';
 import { commandFor, settleInDoubt } from '../advice.js';
+import { resolveChanges } from '../pipeline/row-state.js';
 import { resolveJobId } from '../report/index.js';
 import { jsonLogOption, ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
@@ -43,7 +44,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
       const ledger = Ledger.open(ledgerPath, { mustExist: true });
       try {
         const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
-        const result = resolveInDoubt(ledger, { jobId, rows: flags.rows ?? 'all-in-doubt', to: flags.as, note: flags.note ?? null });
+        const result = resolveInDoubt(ledger, { jobId, rows: flags.rows ?? 'all-in-doubt', changes: resolveChanges(flags.as), note: flags.note ?? null });
         if (result.refused.length > 0) {
           const listed = result.refused.slice(0, 20).map((r) => `${r.row} (${r.state ?? 'no such row'})`).join(', ');
           const more = result.refused.length > 20 ? ` and ${result.refused.length - 20} more` : '';

@@ -52,9 +52,8 @@ export const SQL = {
   inFlightToInDoubt:
     // The request in flight counts as an attempt: it may have reached the partner (its attempts of that
     // run, kept in memory until its outcome, are lost with the process: at least this one is known).
-    `UPDATE rows SET state = 'in_doubt', updated_at = ?, attempts = attempts + 1,
-       error_message = COALESCE(error_message, 'the process stopped while the request was in flight')
-     WHERE job_id = ? AND state = 'in_flight'`,
+    `UPDATE rows SET state = @state, updated_at = @at, attempts = attempts + 1, error_message = COALESCE(error_message, @message)
+     WHERE job_id = @job AND state = 'in_flight'`,
   rowStates: 'SELECT row_number, state FROM rows WHERE job_id = ?',
   maxRowNumber: 'SELECT MAX(row_number) AS n FROM rows WHERE job_id = ?',
   // INDEXED BY: without statistics the planner scans the job's rows for the NOT IN, which

@@ -17,7 +17,7 @@ import { findSentByOtherJob } from './_sent-by.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
 import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from './schema.js';
-import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
+import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowChange, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
 
 export const now = (): string => new Date().toISOString();
 
@@ -212,12 +212,12 @@ export class Ledger {
    * newer job of the same identity (`--fresh`), since the caller chose it. Either refuses with
    * `E_JOB_LOCKED` before anything is sent; running the command again sees the job as it is.
    */
-  startRun(jobId: number, optionsJson: string, toolVersion: string): { run: RunRecord; crashedRuns: number; newlyInDoubt: number } {
+  startRun(jobId: number, optionsJson: string, toolVersion: string, stopped: RowChange): { run: RunRecord; crashedRuns: number; newlyInDoubt: number } {
     const held = this.#locks.has(jobId);
     this.lockJob(jobId);
     const start = this.db.transaction(() => {
       this.assertStillRunnable(jobId);
-      const { crashedRuns, newlyInDoubt, at } = this.settleCrashedRuns(jobId);
+      const { crashedRuns, newlyInDoubt, at } = this.settleCrashedRuns(jobId, stopped);
       const info = this.stmts.insertRun.run(jobId, at, optionsJson, toolVersion, process.pid, hostname(), at);
       this.setJobStatus(jobId, 'running');
       const run = this.stmts.getRun.get(Number(info.lastInsertRowid)) as RunRecord;
@@ -235,14 +235,14 @@ export class Ledger {
 
   /**
    * Settles what dead processes left of `jobId`: runs still `running` become `crashed`, their
-   * `in_flight` rows `in_doubt`. Only for a caller holding the job's lock (which proves those
-   * processes dead), inside a write transaction: {@link startRun}, and `resolve` before it looks.
+   * `in_flight` rows what `stopped` says (`in_doubt`). Only for a caller holding the job's lock (which
+   * proves those processes dead), inside a write transaction: {@link startRun}, and `resolve` before it looks.
    */
-  settleCrashedRuns(jobId: number): { crashedRuns: number; newlyInDoubt: number; at: string } {
+  settleCrashedRuns(jobId: number, stopped: RowChange): { crashedRuns: number; newlyInDoubt: number; at: string } {
     const at = now();
     const crashedRuns = this.stmts.crashRunningRuns.run(at, jobId).changes;
     this.stmts.inFlightAttempts.run({ job: jobId, at });
-    const newlyInDoubt = this.stmts.inFlightToInDoubt.run(at, jobId).changes;
+    const newlyInDoubt = this.stmts.inFlightToInDoubt.run({ state: stopped.state, message: boundText(stopped.errorMessage ?? null), at, job: jobId }).changes;
     return { crashedRuns, newlyInDoubt, at };
   }
 

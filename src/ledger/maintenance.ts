@@ -8,6 +8,7 @@ import type { Ledger } from './ledger.js';
 import { now } from './ledger.js';
 import { boundText } from './limits.js';
 import { countUnfinished, type JobStatus, type RowState } from './schema.js';
+import type { RowChange } from './types.js';
 
 /** What `resolve` records the partner did with rows in doubt. */
 export type Resolution = 'succeeded' | 'pending';
@@ -17,8 +18,21 @@ export interface ResolveRequest {
   jobId: number;
   /** The rows to settle, or every row of the job in doubt. */
   rows: readonly number[] | 'all-in-doubt';
-  to: Resolution;
+  /** What each row becomes, as the pipeline's row-state module decides it. */
+  changes: ResolveChanges;
   note: string | null;
+}
+
+/** The row changes a resolve applies (decided by `src/pipeline/row-state.ts`). */
+export interface ResolveChanges {
+  /** A row resolved: `succeeded` or `pending`. */
+  resolved: RowChange;
+  /** A row a stopped run left in flight. */
+  stopped: RowChange;
+  /** A row of another job recorded duplicate on the word of a row resolved `pending`. */
+  reopened: RowChange;
+  /** Such a row whose key appeared earlier in its own job, in a row still to be sent. */
+  repeatsEarlier: (rowKey: string) => RowChange;
 }
 
 export interface ResolveResult {
@@ -63,7 +77,7 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
   const { jobId } = request;
   const stateOf = db.prepare('SELECT state FROM rows WHERE job_id = ? AND row_number = ?').pluck();
   const settle = db.prepare(
-    `UPDATE rows SET state = ?, error_code = NULL, error_message = NULL, updated_at = ? WHERE job_id = ? AND row_number = ?`,
+    `UPDATE rows SET state = ?, error_code = ?, error_message = ?, updated_at = ? WHERE job_id = ? AND row_number = ?`,
   );
   const record = db.prepare(
     `INSERT INTO resolutions (job_id, row_number, from_state, to_state, note, resolved_at) VALUES (?, ?, 'in_doubt', ?, ?, ?)`,
@@ -76,7 +90,7 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
     const rows = all
       ? db.prepare(`SELECT row_number FROM rows WHERE job_id = ? AND state = 'in_doubt' ORDER BY row_number`).pluck().all(jobId) as number[]
       : [...new Set(named)].sort((a, b) => a - b);
-    const crashed = settleCrashedRuns(ledger, jobId);
+    const crashed = settleCrashedRuns(ledger, jobId, request.changes.stopped);
     if (!all) {
       // Named rows are checked after settling: a row a killed run left in flight may be named.
       const refused = rows
@@ -86,12 +100,14 @@ export function resolveInDoubt(ledger: Ledger, request: ResolveRequest): Resolve
     }
     const at = now();
     const note = boundText(request.note);
+    const { resolved } = request.changes;
     for (const row of rows) {
-      settle.run(request.to, at, jobId, row);
-      record.run(jobId, row, request.to, note, at);
+      settle.run(resolved.state, resolved.errorCode ?? null, resolved.errorMessage ?? null, at, jobId, row);
+      record.run(jobId, row, resolved.state, note, at);
     }
-    if (request.to === 'pending' && rows.length > 0) forgetResumePointPast(db, jobId, rows[0] as number);
-    const dependents = request.to === 'pending' ? reopenDependents(ledger, jobId, rows, at) : { reopened: [], notReopened: [] };
+    const toSend = resolved.state === 'pending';
+    if (toSend && rows.length > 0) forgetResumePointPast(db, jobId, rows[0] as number);
+    const dependents = toSend ? reopenDependents(ledger, jobId, rows, request.changes, at) : { reopened: [], notReopened: [] };
     const after = jobState(ledger, jobId);
     const status: JobStatus = after.unfinished === 0 && everyRowRecorded(ledger, jobId) ? 'completed' : after.jobStatus === 'completed' ? 'interrupted' : after.jobStatus;
     if (status !== after.jobStatus) ledger.setJobStatus(jobId, status);
@@ -110,7 +126,7 @@ const MAX_REOPEN_HOPS = 64;
  * sent for good. Each is recorded in `resolutions` (from `duplicate`); their job is `interrupted`
  * again and reads its input from the start. Call inside the resolving transaction.
  */
-function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[], at: string): Pick<ResolveResult, 'reopened' | 'notReopened'> {
+function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[], changes: ResolveChanges, at: string): Pick<ResolveResult, 'reopened' | 'notReopened'> {
   const { db } = ledger;
   // In row order: of a job's rows that share a key, the first is reopened, the others repeat it.
   const dependentsOf = db.prepare(
@@ -118,22 +134,22 @@ function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[]
      ORDER BY job_id, row_number`,
   );
   // A row of the job before it with the same key that counts (as the run's duplicate check counts rows).
+  // Its key, when it appeared earlier in the job in a row that counts.
   const earlierWithKey = db.prepare(
-    `SELECT r2.row_number FROM rows r1 JOIN rows r2 ON r2.job_id = r1.job_id AND r2.row_key = r1.row_key
+    `SELECT r1.row_key FROM rows r1 JOIN rows r2 ON r2.job_id = r1.job_id AND r2.row_key = r1.row_key
       WHERE r1.job_id = ? AND r1.row_number = ? AND r2.row_number < r1.row_number AND r2.state NOT IN ('duplicate', 'invalid')
       ORDER BY r2.row_number LIMIT 1`,
   ).pluck();
-  const repeatsEarlier = db.prepare(
-    `UPDATE rows SET error_code = 'duplicate_row_key', error_message = 'row key "' || row_key || '" already appeared earlier in this job',
-       sent_by_job = NULL, sent_by_row = NULL, updated_at = ? WHERE job_id = ? AND row_number = ?`,
-  );
-  const reopen = db.prepare(
-    `UPDATE rows SET state = 'pending', error_code = NULL, error_message = NULL, sent_by_job = NULL, sent_by_row = NULL, updated_at = ?
+  const change = db.prepare(
+    `UPDATE rows SET state = ?, error_code = ?, error_message = ?, sent_by_job = NULL, sent_by_row = NULL, updated_at = ?
      WHERE job_id = ? AND row_number = ?`,
   );
   const record = db.prepare(
-    `INSERT INTO resolutions (job_id, row_number, from_state, to_state, note, resolved_at) VALUES (?, ?, 'duplicate', 'pending', ?, ?)`,
+    `INSERT INTO resolutions (job_id, row_number, from_state, to_state, note, resolved_at) VALUES (?, ?, 'duplicate', ?, ?, ?)`,
   );
+  const apply = (to: RowChange, dep: { job_id: number; row_number: number }): void => {
+    change.run(to.state, to.errorCode ?? null, to.errorMessage ?? null, at, dep.job_id, dep.row_number);
+  };
   const reopened = new Map<number, number[]>();
   const notReopened = new Map<number, number[]>();
   const locked = new Set<number>();
@@ -150,14 +166,15 @@ function reopenDependents(ledger: Ledger, jobId: number, rows: readonly number[]
             push(notReopened, dep.job_id, dep.row_number);
             continue;
           }
-          if (earlierWithKey.get(dep.job_id, dep.row_number) !== undefined) {
+          const earlierKey = earlierWithKey.get(dep.job_id, dep.row_number) as string | undefined;
+          if (earlierKey !== undefined) {
             // Its key appeared earlier in its own job, in a row that is (now) to be sent: it stays a
             // duplicate, of that row. Reopened, both would be sent: the lead twice.
-            repeatsEarlier.run(at, dep.job_id, dep.row_number);
+            apply(changes.repeatsEarlier(earlierKey), dep);
             continue;
           }
-          reopen.run(at, dep.job_id, dep.row_number);
-          record.run(dep.job_id, dep.row_number, `reopened: its lead's row ${from.row_number} of job ${from.job_id} was resolved pending (never sent)`, at);
+          apply(changes.reopened, dep);
+          record.run(dep.job_id, dep.row_number, changes.reopened.state, `reopened: its lead's row ${from.row_number} of job ${from.job_id} was resolved pending (never sent)`, at);
           push(reopened, dep.job_id, dep.row_number);
           next.push(dep);
         }
@@ -191,8 +208,8 @@ function push(map: Map<number, number[]>, key: number, value: number): void {
  * What `Ledger.startRun` does to earlier runs, for a caller holding the job's lock without starting
  * a run; a job left `running` is `interrupted`. Call inside a write transaction.
  */
-function settleCrashedRuns(ledger: Ledger, jobId: number): { crashedRuns: number; newlyInDoubt: number } {
-  const { crashedRuns, newlyInDoubt } = ledger.settleCrashedRuns(jobId);
+function settleCrashedRuns(ledger: Ledger, jobId: number, stopped: RowChange): { crashedRuns: number; newlyInDoubt: number } {
+  const { crashedRuns, newlyInDoubt } = ledger.settleCrashedRuns(jobId, stopped);
   if (ledger.getJob(jobId)?.status === 'running') ledger.setJobStatus(jobId, 'interrupted');
   return { crashedRuns, newlyInDoubt };
 }

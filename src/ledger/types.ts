@@ -114,6 +114,12 @@ export interface RunSample {
   submitsAnswered?: number | null;
 }
 
+/**
+ * A row's new state and what is kept with it, as the pipeline's row-state module decides it
+ * (`src/pipeline/row-state.ts`): the ledger applies it and decides nothing.
+ */
+export type RowChange = Omit<RowOutcome, 'attempts'>;
+
 export interface RowOutcome {
   state: RowState;
   agentId?: string | null;

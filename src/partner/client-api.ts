@@ -65,6 +65,9 @@ export type HaltKind = 'forbidden' | 'misrouted' | 'retry_after' | 'outage' | 'i
 /** `validate`: agent validation; `submit`: quote and lead. */
 export type BreakerName = 'validate' | 'submit';
 
+/** What `beforeSend` decided: send the attempt, or withdraw the call (`void`: send). */
+export type SendDecision = 'send' | 'withdraw' | void;
+
 /** Per-call hooks and cancellation. */
 export interface CallOptions {
   /**
@@ -75,10 +78,11 @@ export interface CallOptions {
   signal?: AbortSignal;
   /**
    * Called right before each attempt leaves, after all waits, and awaited: the pipeline durably
-   * marks the row `in_flight` here. If it throws (or rejects), nothing is sent and the call rejects
-   * with that error.
+   * marks the row `in_flight` here. `withdraw` (the caller settled the row meanwhile, e.g. another
+   * job sent its lead): nothing is sent, and the call returns `retryable` with errorCode `withdrawn`.
+   * If it throws (or rejects), nothing is sent and the call rejects with that error.
    */
-  beforeSend?: (attempt: number) => void | Promise<void>;
+  beforeSend?: (attempt: number) => SendDecision | Promise<SendDecision>;
   /** Called after each attempt with its record (also found in `outcome.attempts`). */
   onAttempt?: (attempt: AttemptRecord) => void;
   /**

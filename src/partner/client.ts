@@ -26,7 +26,7 @@ import { RateLimiter } from './rate-limiter.js';
 import { Redactor } from './redact.js';
 import { AgentValidateResponse, QuoteSuccessResponse } from './schemas.js';
 import type { AttemptKind, AttemptRecord, CallOutcome, Operation, OutcomeKind } from './types.js';
-import type { BreakerName, CallOptions, ClientEvent, HaltKind, PartnerClient, PartnerClientOptions } from './client-api.js';
+import type { BreakerName, CallOptions, ClientEvent, HaltKind, PartnerClient, PartnerClientOptions, SendDecision } from './client-api.js';
 
 const PATHS: Readonly<Record<AttemptKind, string>> = {
   agent_validate: '/account/v1/agent/validate',
@@ -248,12 +248,18 @@ class GotPartnerClient implements PartnerClient {
       if (admitted === 'halted' || admitted === 'aborted') return cutShort(admitted);
       const { permit, slot } = admitted;
 
+      let decision: SendDecision;
       try {
-        await options.beforeSend?.(attempt);
+        decision = await options.beforeSend?.(attempt);
       } catch (error) {
         slot.release({ latencyMs: 0, signal: 'dropped' });
         breaker.release(permit);
         throw error;
+      }
+      if (decision === 'withdraw') {
+        slot.release({ latencyMs: 0, signal: 'dropped' });
+        breaker.release(permit);
+        return finish('retryable', 'withdrawn', notSent('withdrawn by the caller'));
       }
       // beforeSend awaited a ledger commit: a halt or an opening breaker meanwhile stops this send.
       if (!breaker.allows(permit) || this.halted) {

@@ -6,18 +6,17 @@
  */
 import type { StoreRequests } from '../config/index.js';
 import type { InputReader } from '../input/index.js';
-import { countUnfinished, FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowOutcome, type RowState, type SentRow } from '../ledger/index.js';
+import { countUnfinished, FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowState, type SentRow } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatRowIssue, type CompiledMapping, type MappedRow } from '../mapping/index.js';
-import type { HaltKind, PartnerClient } from '../partner/index.js';
-import type { QuoteSuccessResponse } from '../partner/schemas.js';
-import type { CallOutcome, Environment, Operation } from '../partner/types.js';
+import type { HaltKind, PartnerClient, SendDecision } from '../partner/index.js';
+import type { AttemptRecord, Environment, Operation } from '../partner/types.js';
 import { AgentResolver } from './agents.js';
 import { Dispatcher } from './dispatcher.js';
 import { maskIssue, serializeRequest } from './mask.js';
-import { OtherJobs, sentByOtherJob } from './other-jobs.js';
+import { OtherJobs } from './other-jobs.js';
 import { RowBook } from './row-book.js';
-import { bounded, outcomeToRow, serializeForSend } from './row-outcome.js';
+import { decide, sendsAgain, serializeForSend, type RowDecision } from './row-state.js';
 
 /** Row tasks per request allowed in flight (see the dispatcher). */
 const TASKS_PER_SLOT = 4;
@@ -148,7 +147,7 @@ export class JobRunner {
         const position = { rowNumber: item.rowNumber, offset: item.offset, line: item.line };
         this.#lastRead = position;
         const previous = book.stateOf(item.rowNumber);
-        if (previous !== undefined && !this.#shouldSend(previous)) {
+        if (previous !== undefined && !sendsAgain(previous, options)) {
           this.rowsSkipped += 1;
           if (!FINAL_STATES.has(previous)) book.holdUnfinished(position);
           continue;
@@ -156,7 +155,7 @@ export class JobRunner {
         book.hold(position);
         const source = { sourceOffset: item.offset, sourceLine: item.line };
         if (item.kind === 'error') {
-          book.record(previous, { rowNumber: item.rowNumber, rowKey: null, agentEmail: null, state: 'invalid', errorCode: 'unreadable_row', errorMessage: bounded(item.message), ...source });
+          book.record(previous, { rowNumber: item.rowNumber, rowKey: null, agentEmail: null, ...decide({ type: 'unreadable', message: item.message }), ...source });
           continue;
         }
         const mapped = options.mapping.mapRow(item.record, item.rowNumber);
@@ -231,35 +230,23 @@ export class JobRunner {
     if (this.client.halted) this.#stopAll(this.client.haltReason ?? 'the partner client halted', this.client.haltKind);
   }
 
-  #shouldSend(state: RowState): boolean {
-    if (FINAL_STATES.has(state)) return false;
-    if (state === 'failed') return this.options.retryFailed;
-    if (state === 'in_doubt') return this.options.resendInDoubt;
-    return true; // pending (in_flight was turned into in_doubt when the run started)
-  }
-
   /** Records a newly read row; returns the state it was given. */
   #recordNewRow(mapped: MappedRow, source: { sourceOffset: number; sourceLine: number }): RowState {
-    const base = { rowNumber: mapped.rowNumber, rowKey: mapped.rowKey, agentEmail: mapped.agentEmail, ...source };
+    const decision = decide(this.#readEvent(mapped));
+    this.book.record(undefined, { rowNumber: mapped.rowNumber, rowKey: mapped.rowKey, agentEmail: mapped.agentEmail, ...decision, ...source });
+    return decision.state;
+  }
+
+  /** What reading a row found: its problems, its key seen before, its lead sent by another job, or nothing. */
+  #readEvent(mapped: MappedRow): Parameters<typeof decide>[0] {
     if (mapped.errors.length > 0) {
       const keep = this.options.storeRequests === 'full';
-      const message = mapped.errors.map((issue) => formatRowIssue(mapped.rowNumber, keep ? issue : maskIssue(issue))).join('; ');
-      this.book.record(undefined, { ...base, state: 'invalid', errorCode: 'mapping_error', errorMessage: bounded(message) });
-      return 'invalid';
+      return { type: 'mapping_problems', message: mapped.errors.map((issue) => formatRowIssue(mapped.rowNumber, keep ? issue : maskIssue(issue))).join('; ') };
     }
-    if (this.book.hasRowKey(mapped.rowKey)) {
-      this.book.record(undefined, {
-        ...base, state: 'duplicate', errorCode: 'duplicate_row_key', errorMessage: bounded(`row key "${mapped.rowKey}" already appeared earlier in this job`),
-      });
-      return 'duplicate';
-    }
+    if (this.book.hasRowKey(mapped.rowKey)) return { type: 'repeated_key', rowKey: mapped.rowKey };
     const sent = this.#otherJobs.sentWhenRead(mapped);
-    if (sent !== undefined) {
-      this.book.record(undefined, { ...base, ...sentByOtherJob(mapped.rowKey, sent) });
-      return 'duplicate';
-    }
-    this.book.record(undefined, { ...base, state: 'pending' });
-    return 'pending';
+    if (sent !== undefined) return { type: 'sent_by_other_job', rowKey: mapped.rowKey, sent };
+    return { type: 'read' };
   }
 
   async #sendRow(mapped: MappedRow, initial: RowState): Promise<void> {
@@ -267,14 +254,14 @@ export class JobRunner {
     const { ledger } = options;
     const jobId = this.job.id;
     const { rowNumber, request } = mapped;
-    let current = initial;
+    // The row's state as this run last wrote it; `initial` is the state its send began in.
+    let state = initial;
     // Attempts already written (each refused one, when its retry began).
     let recorded = 0;
-    const finish = (row: RowOutcome, outcome?: CallOutcome<QuoteSuccessResponse>): Promise<void> => {
-      const attempts = outcome?.attempts.slice(recorded) ?? [];
-      const committed = book.write(rowNumber, () => ledger.recordOutcome(jobId, this.runId, rowNumber, { ...row, attempts: attempts.length }, attempts));
-      book.transition(current, row.state, rowNumber);
-      current = row.state;
+    const settle = (decision: RowDecision, attempts: readonly AttemptRecord[] = []): Promise<void> => {
+      const committed = book.write(rowNumber, () => ledger.recordOutcome(jobId, this.runId, rowNumber, { ...decision, attempts: attempts.length }, attempts));
+      book.transition(state, decision.state, rowNumber);
+      state = decision.state;
       return committed;
     };
     if (this.#halt.signal.aborted) return;
@@ -286,13 +273,7 @@ export class JobRunner {
       // Halted or stopped before validation was decided: the row stays as it was.
       if (agent.kind === 'halted' || agent.kind === 'stopped') return;
       if (agent.kind !== 'valid') {
-        await finish({
-          state: agent.kind === 'invalid' ? 'agent_invalid' : agent.kind === 'bad_request' ? 'invalid' : 'failed',
-          attempts: 0,
-          httpStatus: agent.kind === 'invalid' ? 200 : agent.httpStatus,
-          errorCode: agent.kind === 'invalid' ? 'agent_invalid' : agent.errorCode,
-          errorMessage: bounded(agent.message),
-        });
+        await settle(decide({ type: 'agent', verdict: agent }));
         return;
       }
       agentId = agent.agentId ?? null;
@@ -302,76 +283,61 @@ export class JobRunner {
 
     const payload = serializeForSend(request);
     if ('problem' in payload) {
-      await finish({ state: 'invalid', attempts: 0, errorCode: payload.code, errorMessage: `row ${rowNumber}: ${payload.problem}` });
+      await settle(decide({ type: 'unsendable', rowNumber, code: payload.code, problem: payload.problem }));
       return;
     }
     const requestHash = this.#otherJobs.requestHash(payload.json);
     const rejected = this.#otherJobs.rejectedBefore(mapped, requestHash);
     if (rejected !== undefined) {
-      // The partner's own answer, so that the row counts and groups with its rejection; no attempt.
-      await finish({ state: 'rejected', attempts: 0, httpStatus: rejected.http_status, errorCode: rejected.error_code, errorMessage: rejected.error_message });
+      await settle(decide({ type: 'rejected_by_other_job', rejected }));
       return;
     }
-    let marked = false;
     const requestJson = serializeRequest(request, options.storeRequests);
+    const putBack = decide({ type: 'put_back', sentFrom: initial });
     const submitting = this.client.submitJson(options.operation, payload.json, {
       signal: this.#halt.signal,
-      beforeSend: async () => {
-        if (marked) return;
+      beforeSend: async (): Promise<SendDecision> => {
+        if (state === 'in_flight') return 'send';
         let sent: SentRow | undefined;
         await book.write(rowNumber, () => {
           ledger.markInFlight(jobId, rowNumber, agentId, requestJson, requestHash);
+          // In the mark's transaction: a job running beside this one may have sent the lead since.
           sent = this.#otherJobs.sentWhenMarked(mapped);
           if (sent !== undefined) {
-            ledger.recordOutcome(jobId, this.runId, rowNumber, { ...sentByOtherJob(mapped.rowKey, sent), attempts: 0 }, []);
+            ledger.recordOutcome(jobId, this.runId, rowNumber, { ...decide({ type: 'sent_by_other_job', rowKey: mapped.rowKey, sent }), attempts: 0 }, []);
           }
         }, true);
-        if (sent !== undefined) {
-          book.transition(current, 'duplicate', rowNumber);
-          current = 'duplicate';
-          throw new SentByOtherJob();
-        }
-        book.transition(current, 'in_flight');
-        current = 'in_flight';
-        marked = true;
+        const decision = sent === undefined ? decide({ type: 'marked' }) : decide({ type: 'sent_by_other_job', rowKey: mapped.rowKey, sent });
+        book.transition(state, decision.state, rowNumber);
+        state = decision.state;
+        return state === 'in_flight' ? 'send' : 'withdraw';
       },
       // The partner refused the request (or it never left), and it will be sent again: until then
       // the row is as it was before, with the attempt recorded. A run killed during the wait then
       // sends it again instead of leaving it in doubt; the next attempt marks it in flight anew.
       beforeRetry: async (attempt) => {
-        if (!marked) return;
+        if (state !== 'in_flight') return;
         recorded += 1;
-        marked = false;
-        book.putBack(current, initial);
-        current = initial;
-        await book.write(rowNumber, () => ledger.putBack(jobId, this.runId, rowNumber, initial, [attempt]));
+        book.putBack(state, putBack.state);
+        state = putBack.state;
+        await book.write(rowNumber, () => ledger.putBack(jobId, this.runId, rowNumber, putBack.state, [attempt]));
       },
     });
-    let outcome: Awaited<typeof submitting>;
-    try {
-      outcome = await submitting;
-    } catch (error) {
-      // Recorded duplicate in the mark's transaction: nothing left.
-      if (error instanceof SentByOtherJob) return;
-      throw error;
-    }
+    const outcome = await submitting;
     this.#checkClient();
     const unrecorded = outcome.attempts.slice(recorded);
-    if (!marked) {
-      // Never left (stopped or halted while waiting): the row stays as it was; keep any attempts.
+    if (state !== 'in_flight') {
+      // Never left (withdrawn, or stopped or halted while waiting): the row stays as it is; keep any attempts.
       if (unrecorded.length > 0) ledger.recordAttempts(jobId, this.runId, rowNumber, unrecorded, null);
       return;
     }
     if (unrecorded.length === 0) {
       // Marked, then stopped before the request left (a halt while its mark was committed): as it was.
-      const committed = book.write(rowNumber, () => ledger.putBack(jobId, this.runId, rowNumber, initial, []));
-      book.transition(current, initial, rowNumber);
+      const committed = book.write(rowNumber, () => ledger.putBack(jobId, this.runId, rowNumber, putBack.state, []));
+      book.transition(state, putBack.state, rowNumber);
       await committed;
       return;
     }
-    await finish(outcomeToRow(outcome, agentId, initial), outcome);
+    await settle(decide({ type: 'answer', outcome, agentId, sentFrom: initial }), unrecorded);
   }
 }
-
-/** Thrown from `beforeSend` when the mark found the lead sent by another job: the request does not leave. */
-class SentByOtherJob extends Error {}

@@ -19,11 +19,10 @@
  * `error_message` holds the key.
  */
 import { createHash } from 'node:crypto';
-import type { Ledger, RejectedRow, SentRow, SentRowRef } from '../ledger/index.js';
+import type { Ledger, RejectedRow, SentRow } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import type { MappedRow } from '../mapping/index.js';
 import type { Environment, Operation } from '../partner/types.js';
-import { bounded } from './row-outcome.js';
 
 export class OtherJobs {
   /** Rows recorded `duplicate` because another job sent their lead. */
@@ -107,24 +106,6 @@ export class OtherJobs {
       { event: 'sent_by_other_job', row: mapped.rowNumber, job: sent.job_id },
     );
   }
-}
-
-/** The `error_message` of a row another job sent: its key (the ledger may hold it), the job and row. */
-function sentMessage(rowKey: string, sent: SentRow): string {
-  const by = sent.state === 'succeeded' ? `was already sent to the partner by job ${sent.job_id}`
-    : sent.state === 'duplicate' ? `was already sent to the partner by a job before job ${sent.job_id}`
-      : `may already have been sent to the partner by job ${sent.job_id}`;
-  return `row key "${rowKey}" ${by} (its row ${sent.row_number}, ${sent.state}); not sent again (--resend-sent sends it)`;
-}
-
-/** What a row found sent by another job is recorded with, when it is read and when it is marked alike. */
-export function sentByOtherJob(rowKey: string, sent: SentRow): { state: 'duplicate'; errorCode: 'sent_by_other_job'; errorMessage: string; sentBy: SentRowRef } {
-  return {
-    state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: bounded(sentMessage(rowKey, sent)),
-    // Followed by later lookups: this row counts only while that one does. The end of the chain, so
-    // that the row refers to the row that sent the lead even once the jobs between are pruned.
-    sentBy: sent.origin ?? { job_id: sent.job_id, row_number: sent.row_number },
-  };
 }
 
 function isRowNumberKey(mapped: MappedRow): boolean {

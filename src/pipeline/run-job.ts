@@ -22,6 +22,7 @@ import type { Environment, Operation } from '../partner/types.js';
 import { readRowsByOtherJobs, readUnreadableAnswers } from '../report/build-report.js';
 import { readStartingLimit } from '../report/timeline.js';
 import { TOOL_VERSION } from '../version.js';
+import { STOPPED } from './row-state.js';
 import { JobRunner, type ProgressSnapshot, type RunEnd } from './job-runner.js';
 import { RunMonitor } from './monitor.js';
 
@@ -240,7 +241,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         operation: options.operation,
         base_url: target.baseUrl,
       }, { onlyIfFirst: !options.fresh });
-      const { run, crashedRuns, newlyInDoubt } = ledger.startRun(job.id, JSON.stringify(options.options), TOOL_VERSION);
+      const { run, crashedRuns, newlyInDoubt } = ledger.startRun(job.id, JSON.stringify(options.options), TOOL_VERSION, STOPPED);
       if (resumed) {
         logger.info(`resuming job ${job.id} (run ${run.id})`, { event: 'job_resumed', job: job.id, run: run.id });
       } else {

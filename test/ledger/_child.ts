@@ -17,7 +17,7 @@ export async function startRunInChild(ledgerPath: string, jobId: number, then = 
   const script = `
     const { Ledger } = await import(${JSON.stringify(LEDGER_MODULE)});
     const ledger = Ledger.open(${JSON.stringify(ledgerPath)});
-    ledger.startRun(${jobId}, '{}', 'child');
+    ledger.startRun(${jobId}, '{}', 'child', { state: 'in_doubt', errorMessage: 'the process stopped while the request was in flight' });
     ${then}
     process.stdout.write('started\\n');
     setTimeout(() => {}, 60_000);`;

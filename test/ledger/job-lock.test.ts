@@ -10,6 +10,7 @@ import { isQuoteBatchError } from '../../src/errors.js';
 import { jobLockPath, Ledger } from '../../src/ledger/index.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { startRunInChild } from './_child.js';
+import { STOPPED } from '../../src/pipeline/row-state.js';
 
 const identity = { input_sha256: 'a'.repeat(64), mapping_sha256: 'b'.repeat(64), environment: 'sandbox', operation: 'quote' } as const;
 const newJob = { ...identity, input_path: '/tmp/in.csv', input_format: 'csv', mapping_path: 'm.yaml', base_url: null } as const;
@@ -41,7 +42,7 @@ describe('job lock', () => {
     const ledger = Ledger.open(path);
     let message = '';
     try {
-      ledger.startRun(job.id, '{}', 'test');
+      ledger.startRun(job.id, '{}', 'test', STOPPED);
     } catch (error) {
       message = (error as Error).message;
       expect(isQuoteBatchError(error) && error.code).toBe('E_JOB_LOCKED');
@@ -52,7 +53,7 @@ describe('job lock', () => {
     const exited = new Promise((resolve) => holder.once('exit', resolve));
     holder.kill('SIGKILL');
     await exited;
-    const { crashedRuns } = ledger.startRun(job.id, '{}', 'test');
+    const { crashedRuns } = ledger.startRun(job.id, '{}', 'test', STOPPED);
     expect(crashedRuns).toBe(1);
     expect(ledger.runsOf(job.id).map((r) => r.status)).toEqual(['crashed', 'running']);
     ledger.close();
@@ -61,18 +62,18 @@ describe('job lock', () => {
   it('is not fooled by a live pid, or a fresh heartbeat from another host, left in a dead run', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const job = ledger.createJob(newJob);
-    const { run } = ledger.startRun(job.id, '{}', 'test');
+    const { run } = ledger.startRun(job.id, '{}', 'test', STOPPED);
     ledger.close();
     const db = Ledger.open(tmp.path('l.db'));
     // A reused pid: the run row names a live process (our parent) on this host.
     db.db.prepare('UPDATE runs SET pid = ?, hostname = ? WHERE id = ?').run(process.ppid, hostname(), run.id);
-    expect(db.startRun(job.id, '{}', 'test').crashedRuns).toBe(1);
+    expect(db.startRun(job.id, '{}', 'test', STOPPED).crashedRuns).toBe(1);
     const second = db.runsOf(job.id)[1];
     db.close();
     const again = Ledger.open(tmp.path('l.db'));
     // Another container sharing the volume, heartbeat a second ago.
     again.db.prepare('UPDATE runs SET hostname = ?, heartbeat_at = ? WHERE id = ?').run('other-container', new Date().toISOString(), second?.id);
-    expect(again.startRun(job.id, '{}', 'test').crashedRuns).toBe(1);
+    expect(again.startRun(job.id, '{}', 'test', STOPPED).crashedRuns).toBe(1);
     again.close();
   });
 
@@ -81,14 +82,14 @@ describe('job lock', () => {
     const a = Ledger.open(path);
     const b = Ledger.open(path);
     const job = a.createJob(newJob); // createJob takes the new job's lock
-    expect(lockedCode(() => b.startRun(job.id, '{}', 'b'))).toBe('E_JOB_LOCKED');
-    const { run } = a.startRun(job.id, '{}', 'a');
-    expect(lockedCode(() => b.startRun(job.id, '{}', 'b'))).toBe('E_JOB_LOCKED');
+    expect(lockedCode(() => b.startRun(job.id, '{}', 'b', STOPPED))).toBe('E_JOB_LOCKED');
+    const { run } = a.startRun(job.id, '{}', 'a', STOPPED);
+    expect(lockedCode(() => b.startRun(job.id, '{}', 'b', STOPPED))).toBe('E_JOB_LOCKED');
     a.finishRun(run.id, 'completed');
-    const bRun = b.startRun(job.id, '{}', 'b').run;
-    expect(lockedCode(() => a.startRun(job.id, '{}', 'a'))).toBe('E_JOB_LOCKED');
+    const bRun = b.startRun(job.id, '{}', 'b', STOPPED).run;
+    expect(lockedCode(() => a.startRun(job.id, '{}', 'a', STOPPED))).toBe('E_JOB_LOCKED');
     b.close();
-    expect(a.startRun(job.id, '{}', 'a').crashedRuns).toBe(1); // b closed without finishing bRun
+    expect(a.startRun(job.id, '{}', 'a', STOPPED).crashedRuns).toBe(1); // b closed without finishing bRun
     expect(a.runsOf(job.id).find((r) => r.id === bRun.id)?.status).toBe('crashed');
     a.close();
   });
@@ -112,7 +113,7 @@ describe('job lock', () => {
     const job = a.createJob(newJob);
     const lockFile = jobLockPath(path, job.id);
     expect(statSync(lockFile).mode & 0o777).toBe(0o600);
-    a.finishRun(a.startRun(job.id, '{}', 'a').run.id, 'completed');
+    a.finishRun(a.startRun(job.id, '{}', 'a', STOPPED).run.id, 'completed');
     expect(existsSync(lockFile)).toBe(true); // lock files stay: deleting one could give a job two owners
     a.close();
   });
@@ -129,11 +130,11 @@ describe('job lock', () => {
     unlinkSync(jobLockPath(path, job.id));
 
     const ledger = Ledger.open(path);
-    expect(lockedCode(() => ledger.startRun(job.id, '{}', 'test'))).toBe('E_JOB_LOCKED');
+    expect(lockedCode(() => ledger.startRun(job.id, '{}', 'test', STOPPED))).toBe('E_JOB_LOCKED');
     const exited = new Promise((resolve) => holder.once('exit', resolve));
     holder.kill('SIGKILL');
     await exited;
-    expect(ledger.startRun(job.id, '{}', 'test').crashedRuns).toBe(1);
+    expect(ledger.startRun(job.id, '{}', 'test', STOPPED).crashedRuns).toBe(1);
     ledger.close();
   });
 });

@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { INPUT_READER, Ledger, SCHEMA_VERSION } from '../../src/ledger/index.js';
 import { useTempDir } from '../helpers/temp-dir.js';
+import { STOPPED } from '../../src/pipeline/row-state.js';
 
 const identity = { inputSha256: 'a'.repeat(64), mappingSha256: 'b'.repeat(64), environment: 'sandbox', operation: 'quote' } as const;
 const newJob = {
@@ -17,7 +18,7 @@ describe('ledger', () => {
     const path = tmp.path('l.db');
     const ledger = Ledger.open(path);
     const job = ledger.createJob(newJob);
-    ledger.startRun(job.id, '{}', 'test');
+    ledger.startRun(job.id, '{}', 'test', STOPPED);
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
     expect(statSync(`${path}-shm`).mode & 0o777).toBe(0o600);
@@ -38,7 +39,7 @@ describe('ledger', () => {
     const sample = { concurrencyLimit: 8, inFlight: 8, attempts: 40, throttled: 1, errors: 0, rowsDone: 39, latencyP50Ms: 200 };
     const first = Ledger.open(path);
     const job = first.createJob(newJob);
-    const { run } = first.startRun(job.id, '{}', 'test');
+    const { run } = first.startRun(job.id, '{}', 'test', STOPPED);
     first.recordRunSample(run.id, { elapsedMs: 1000, ...sample });
     first.insertRows(job.id, [{ rowNumber: 1, rowKey: 'click-1', agentEmail: null, state: 'succeeded' }]);
     first.close();
@@ -122,14 +123,14 @@ describe('ledger', () => {
       a.unlockJob(job.id);
       // b chose `job` to resume; meanwhile a completed it.
       a.setJobStatus(job.id, 'completed');
-      expect(() => b.startRun(job.id, '{}', 'b')).toThrow(/another process completed job \d+ while this run was starting; nothing was sent/);
+      expect(() => b.startRun(job.id, '{}', 'b', STOPPED)).toThrow(/another process completed job \d+ while this run was starting; nothing was sent/);
       expect(b.runsOf(job.id)).toEqual([]);
       // b chose an unfinished job; meanwhile a started a newer one of the same identity (--fresh).
       a.setJobStatus(job.id, 'interrupted');
       const fresh = a.createJob(newJob);
       let refusal: { code?: unknown; message?: unknown } = {};
       try {
-        b.startRun(job.id, '{}', 'b');
+        b.startRun(job.id, '{}', 'b', STOPPED);
       } catch (error) {
         refusal = error as typeof refusal;
       }
@@ -153,7 +154,7 @@ describe('ledger', () => {
     const path = tmp.path('l.db');
     const first = Ledger.open(path);
     const job = first.createJob(newJob);
-    first.startRun(job.id, '{}', 'test');
+    first.startRun(job.id, '{}', 'test', STOPPED);
     first.insertRows(job.id, [
       { rowNumber: 1, rowKey: 'k1', agentEmail: null, state: 'pending' },
       { rowNumber: 2, rowKey: 'k2', agentEmail: null, state: 'pending' },
@@ -162,7 +163,7 @@ describe('ledger', () => {
     // The process dies without finishing its run: its connection (and lock) go away.
     first.close();
     const ledger = Ledger.open(path);
-    const second = ledger.startRun(job.id, '{}', 'test');
+    const second = ledger.startRun(job.id, '{}', 'test', STOPPED);
     expect(second.crashedRuns).toBe(1);
     expect(second.newlyInDoubt).toBe(1);
     expect(ledger.countsByState(job.id)).toMatchObject({ pending: 1, in_doubt: 1, in_flight: 0 });
@@ -173,7 +174,7 @@ describe('ledger', () => {
   it('puts a row refused on a resend back in doubt with the reason it was in doubt, and counts the refusal', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const job = ledger.createJob(newJob);
-    const { run } = ledger.startRun(job.id, '{}', 'test');
+    const { run } = ledger.startRun(job.id, '{}', 'test', STOPPED);
     ledger.insertRows(job.id, [{ rowNumber: 1, rowKey: 'k1', agentEmail: null, state: 'pending' }]);
     ledger.markInFlight(job.id, 1, null, null);
     ledger.recordOutcome(job.id, run.id, 1, { state: 'in_doubt', attempts: 1, errorCode: 'ETIMEDOUT', errorMessage: 'time-out after sending' }, []);

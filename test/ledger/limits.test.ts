@@ -5,6 +5,7 @@ import {
   boundJson, boundKey, boundText, Ledger, MAX_STORED_ID_CHARS, MAX_STORED_JSON_CHARS, MAX_STORED_MESSAGE_CHARS,
 } from '../../src/ledger/index.js';
 import { useTempDir } from '../helpers/temp-dir.js';
+import { STOPPED } from '../../src/pipeline/row-state.js';
 
 const newJob = {
   input_path: '/tmp/in.csv', input_sha256: 'a'.repeat(64), input_format: 'csv', mapping_path: 'm.yaml',
@@ -44,7 +45,7 @@ describe('bounds on stored texts', () => {
       const path = tmp.path('l.db');
       const ledger = Ledger.open(path);
       const job = ledger.createJob(newJob);
-      const { run } = ledger.startRun(job.id, '{}', 'test');
+      const { run } = ledger.startRun(job.id, '{}', 'test', STOPPED);
       const huge = { id: 'A'.repeat(1 << 20), body: JSON.stringify({ status: 'success', junk: 'x'.repeat(5 << 20) }) };
       ledger.insertRows(job.id, [{ rowNumber: 1, rowKey: 'K'.repeat(1 << 20), agentEmail: `${'e'.repeat(1 << 20)}@example.com`, state: 'pending' }]);
       ledger.markInFlight(job.id, 1, huge.id, huge.body);

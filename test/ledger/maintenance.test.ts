@@ -6,6 +6,7 @@ import { jobLockPath, Ledger, pruneJobs, resolveInDoubt, vacuumLedger } from '..
 import type { RowState } from '../../src/ledger/index.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { startRunInChild } from './_child.js';
+import { STOPPED, resolveChanges } from '../../src/pipeline/row-state.js';
 
 const newJob = {
   input_path: '/tmp/in.csv', input_sha256: 'a'.repeat(64), input_format: 'csv', mapping_path: 'm.yaml',
@@ -15,7 +16,7 @@ const newJob = {
 /** A job of `states.length` rows (row n in states[n-1]) read to the end by one finished run. */
 function makeJob(ledger: Ledger, states: readonly RowState[], inputSha = 'a'): number {
   const job = ledger.createJob({ ...newJob, input_sha256: inputSha.repeat(64) });
-  const { run } = ledger.startRun(job.id, '{}', 'test');
+  const { run } = ledger.startRun(job.id, '{}', 'test', STOPPED);
   ledger.insertRows(job.id, states.map((state, i) => ({ rowNumber: i + 1, rowKey: `k${i + 1}`, agentEmail: null, state })));
   ledger.recordAttempts(job.id, run.id, 1, [{ kind: 'quote', startedAt: new Date().toISOString(), durationMs: 5, httpStatus: null, errorCode: 'ETIMEDOUT', outcome: 'in_doubt' }], null);
   ledger.setTotalRows(job.id, states.length);
@@ -47,7 +48,7 @@ describe('resolve', () => {
     const dup = { state: 'duplicate' as const, attempts: 0, errorCode: 'sent_by_other_job', errorMessage: 'sent before', sentBy: { job_id: one, row_number: 1 } };
     ledger.recordOutcome(two, 1, 1, dup, []);
     ledger.recordOutcome(two, 1, 3, dup, []);
-    const result = resolveInDoubt(ledger, { jobId: one, rows: [1], to: 'pending', note: null });
+    const result = resolveInDoubt(ledger, { jobId: one, rows: [1], changes: resolveChanges('pending'), note: null });
     expect(result).toMatchObject({ reopened: [{ jobId: two, rows: [1] }], notReopened: [] });
     expect(ledger.db.prepare('SELECT row_number, state, error_code, error_message, sent_by_job FROM rows WHERE job_id = ? ORDER BY row_number').all(two)).toEqual([
       { row_number: 1, state: 'pending', error_code: null, error_message: null, sent_by_job: null },
@@ -74,7 +75,7 @@ describe('resolve', () => {
     const other = Ledger.open(tmp.path('l.db'));
     other.lockJob(four);
     try {
-      const result = resolveInDoubt(ledger, { jobId: one, rows: [2], to: 'pending', note: 'not received' });
+      const result = resolveInDoubt(ledger, { jobId: one, rows: [2], changes: resolveChanges('pending'), note: 'not received' });
       expect(result).toMatchObject({ resolved: [2], reopened: [{ jobId: two, rows: [2] }, { jobId: three, rows: [2] }], notReopened: [{ jobId: four, rows: [1] }] });
     } finally {
       other.close();
@@ -93,7 +94,7 @@ describe('resolve', () => {
     const plan = JSON.stringify(ledger.db.prepare(`EXPLAIN QUERY PLAN SELECT job_id, row_number FROM rows WHERE sent_by_job = ? AND sent_by_row = ? AND state = 'duplicate' AND error_code = 'sent_by_other_job'`).all(1, 2));
     expect(plan).toContain('USING INDEX rows_sent_by');
     // Resolved succeeded, a row reopens nothing: the lead was sent.
-    expect(resolveInDoubt(ledger, { jobId: one, rows: [3], to: 'succeeded', note: null })).toMatchObject({ reopened: [], notReopened: [] });
+    expect(resolveInDoubt(ledger, { jobId: one, rows: [3], changes: resolveChanges('succeeded'), note: null })).toMatchObject({ reopened: [], notReopened: [] });
     expect(ledger.countsByState(two)).toMatchObject({ duplicate: 1 });
     ledger.close();
   });
@@ -101,7 +102,7 @@ describe('resolve', () => {
   it('settles rows in doubt, records each with its note, and completes the job when every row is final', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt', 'rejected']);
-    const result = resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: 'partner confirmed, ticket 42' });
+    const result = resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', changes: resolveChanges('succeeded'), note: 'partner confirmed, ticket 42' });
     expect(result).toEqual({ resolved: [2, 3], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'completed', unfinished: 0, inDoubt: 0, readToEnd: true, reopened: [], notReopened: [] });
     expect(ledger.countsByState(jobId)).toMatchObject({ succeeded: 3, in_doubt: 0, rejected: 1 });
     const resolutions = ledger.db.prepare('SELECT row_number, from_state, to_state, note FROM resolutions ORDER BY row_number').all();
@@ -116,7 +117,7 @@ describe('resolve', () => {
   it('changes nothing when a row named is not in doubt, and says which', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'failed']);
-    const result = resolveInDoubt(ledger, { jobId, rows: [2, 1, 3, 9], to: 'pending', note: null });
+    const result = resolveInDoubt(ledger, { jobId, rows: [2, 1, 3, 9], changes: resolveChanges('pending'), note: null });
     expect(result.resolved).toEqual([]);
     expect(result.refused).toEqual([{ row: 1, state: 'succeeded' }, { row: 3, state: 'failed' }, { row: 9, state: null }]);
     expect(ledger.countsByState(jobId)).toMatchObject({ in_doubt: 1, failed: 1, succeeded: 1 });
@@ -134,7 +135,7 @@ describe('resolve', () => {
       ledger.db.prepare(`INSERT INTO run_samples (run_id, elapsed_ms, at, in_flight, attempts, throttled, errors, rows_done) VALUES (?, ?, ?, 1, 1, 0, 0, 1)`).run(runId, elapsed, at);
     }
     ledger.db.prepare(`UPDATE rows SET updated_at = '2026-11-26T01:00:05.000Z' WHERE job_id = ? AND row_number = 3`).run(jobId);
-    const result = resolveInDoubt(ledger, { jobId, rows: [2], to: 'succeeded', note: null });
+    const result = resolveInDoubt(ledger, { jobId, rows: [2], changes: resolveChanges('succeeded'), note: null });
     expect(result).toMatchObject({ crashedRuns: 1, newlyInDoubt: 1, resolved: [2], inDoubt: 1 });
     expect(ledger.db.prepare('SELECT status, finished_at FROM runs WHERE id = ?').get(runId)).toEqual({ status: 'crashed', finished_at: '2026-11-26T01:00:07.250Z' });
     expect(ledger.db.prepare('SELECT state, attempts FROM rows WHERE job_id = ? AND row_number = 3').get(jobId)).toEqual({ state: 'in_doubt', attempts: 1 });
@@ -155,7 +156,7 @@ describe('resolve', () => {
     run(50, 'crashed', '2026-11-26T01:00:00.000Z', '2026-11-26T01:00:09.000Z');
     run(51, 'failed', '2026-11-26T02:00:00.000Z', '2026-11-26T02:00:04.000Z');
     ledger.db.prepare(`UPDATE rows SET updated_at = '2026-11-26T02:00:03.500Z' WHERE job_id = ? AND row_number = 2`).run(jobId);
-    const result = resolveInDoubt(ledger, { jobId, rows: [1], to: 'succeeded', note: null });
+    const result = resolveInDoubt(ledger, { jobId, rows: [1], changes: resolveChanges('succeeded'), note: null });
     expect(result).toMatchObject({ crashedRuns: 0, newlyInDoubt: 1, resolved: [] });
     expect(ledger.db.prepare(`SELECT run_id, error_code, duration_ms FROM attempts WHERE job_id = ? AND row_number = 2`).all(jobId))
       .toEqual([{ run_id: 51, error_code: 'process_stopped', duration_ms: expect.closeTo(500, 0) }]);
@@ -166,7 +167,7 @@ describe('resolve', () => {
   it('sends a row back to pending and leaves the job unfinished', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
-    expect(resolveInDoubt(ledger, { jobId, rows: [2], to: 'pending', note: 'not at the partner' })).toEqual({
+    expect(resolveInDoubt(ledger, { jobId, rows: [2], changes: resolveChanges('pending'), note: 'not at the partner' })).toEqual({
       resolved: [2], refused: [], crashedRuns: 0, newlyInDoubt: 0, jobStatus: 'interrupted', unfinished: 1, inDoubt: 0, readToEnd: true, reopened: [], notReopened: [],
     });
     expect(ledger.countsByState(jobId).pending).toBe(1);
@@ -177,10 +178,10 @@ describe('resolve', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt', 'in_doubt', 'succeeded']);
     ledger.setResumePoint(jobId, { rowNumber: 2, offset: 40, line: 3 });
-    resolveInDoubt(ledger, { jobId, rows: [3], to: 'pending', note: null });
+    resolveInDoubt(ledger, { jobId, rows: [3], changes: resolveChanges('pending'), note: null });
     expect(ledger.getJob(jobId)?.resume_row).toBe(2);
     ledger.setResumePoint(jobId, { rowNumber: 4, offset: 90, line: 5 }); // past row 2, which is in doubt
-    resolveInDoubt(ledger, { jobId, rows: [2], to: 'pending', note: null });
+    resolveInDoubt(ledger, { jobId, rows: [2], changes: resolveChanges('pending'), note: null });
     expect(ledger.getJob(jobId)).toMatchObject({ resume_row: null, resume_offset: null, resume_line: null });
     ledger.close();
   });
@@ -189,7 +190,7 @@ describe('resolve', () => {
     const ledger = Ledger.open(tmp.path('l.db'));
     const jobId = makeJob(ledger, ['succeeded', 'in_doubt']);
     ledger.db.prepare('UPDATE jobs SET total_rows = NULL WHERE id = ?').run(jobId); // e.g. a --limit run
-    expect(resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: null }).jobStatus).toBe('interrupted');
+    expect(resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', changes: resolveChanges('succeeded'), note: null }).jobStatus).toBe('interrupted');
     ledger.close();
   });
 
@@ -200,7 +201,7 @@ describe('resolve', () => {
     // As a run does right before the request leaves: the row is in flight while the process lives.
     const child = await startRunInChild(path, jobId, `ledger.markInFlight(${jobId}, 2, null, null);`);
     try {
-      expect(errorOf(() => resolveInDoubt(ledger, { jobId, rows: [2], to: 'succeeded', note: null }))?.code).toBe('E_JOB_LOCKED');
+      expect(errorOf(() => resolveInDoubt(ledger, { jobId, rows: [2], changes: resolveChanges('succeeded'), note: null }))?.code).toBe('E_JOB_LOCKED');
     } finally {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGKILL');
@@ -208,13 +209,13 @@ describe('resolve', () => {
     }
     expect(ledger.countsByState(jobId)).toMatchObject({ in_flight: 1, in_doubt: 1 });
 
-    const result = resolveInDoubt(ledger, { jobId, rows: [2], to: 'succeeded', note: 'in the partner portal' });
+    const result = resolveInDoubt(ledger, { jobId, rows: [2], changes: resolveChanges('succeeded'), note: 'in the partner portal' });
     expect(result).toMatchObject({ resolved: [2], refused: [], crashedRuns: 1, newlyInDoubt: 1, jobStatus: 'interrupted', unfinished: 1 });
     expect(ledger.runsOf(jobId).map((r) => r.status)).toEqual(['completed', 'crashed']);
     expect(ledger.countsByState(jobId)).toMatchObject({ succeeded: 2, in_flight: 0, in_doubt: 1 });
     expect(ledger.getJob(jobId)?.status).toBe('interrupted');
     // Nothing more to settle: a second resolve finds no crashed run.
-    expect(resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', to: 'succeeded', note: null })).toMatchObject({ resolved: [3], crashedRuns: 0, jobStatus: 'completed' });
+    expect(resolveInDoubt(ledger, { jobId, rows: 'all-in-doubt', changes: resolveChanges('succeeded'), note: null })).toMatchObject({ resolved: [3], crashedRuns: 0, jobStatus: 'completed' });
     ledger.close();
   });
 
@@ -224,7 +225,7 @@ describe('resolve', () => {
     const jobId = makeJob(holder, ['in_doubt']);
     holder.lockJob(jobId);
     const ledger = Ledger.open(path);
-    expect(errorOf(() => resolveInDoubt(ledger, { jobId, rows: [1], to: 'succeeded', note: null }))?.code).toBe('E_JOB_LOCKED');
+    expect(errorOf(() => resolveInDoubt(ledger, { jobId, rows: [1], changes: resolveChanges('succeeded'), note: null }))?.code).toBe('E_JOB_LOCKED');
     expect(ledger.countsByState(jobId).in_doubt).toBe(1);
     holder.close();
     ledger.close();
@@ -241,7 +242,7 @@ describe('prune', () => {
     const ledger = Ledger.open(path);
     const done = makeJob(ledger, ['succeeded', 'rejected'], 'a');
     const open = makeJob(ledger, ['succeeded', 'in_doubt'], 'c');
-    resolveInDoubt(ledger, { jobId: open, rows: [2], to: 'pending', note: 'n' });
+    resolveInDoubt(ledger, { jobId: open, rows: [2], changes: resolveChanges('pending'), note: 'n' });
     ledger.db.prepare(`INSERT INTO run_samples (run_id, elapsed_ms, at, in_flight, attempts, throttled, errors, rows_done)
       SELECT id, 1000, started_at, 0, 1, 0, 0, 1 FROM runs`).run();
     ledger.upsertAgent({ environment: 'sandbox', email: 'a@example.com', is_valid: 1, agent_id: 'A', message: null, checked_at: 'x', job_id: done });

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { Ledger, type NewRow } from '../../src/ledger/index.js';
 import { RowBook } from '../../src/pipeline/row-book.js';
 import { useTempDir } from '../helpers/temp-dir.js';
+import { STOPPED } from '../../src/pipeline/row-state.js';
 
 const newJob = {
   input_path: '/tmp/in.csv', input_sha256: 'a'.repeat(64), input_format: 'csv', mapping_path: 'm.yaml',
@@ -26,7 +27,7 @@ describe('RowBook when a commit fails', () => {
     const ledger = Ledger.open(path);
     ledger.db.pragma('busy_timeout = 0');
     const job = ledger.createJob(newJob);
-    const { run } = ledger.startRun(job.id, '{}', 'test');
+    const { run } = ledger.startRun(job.id, '{}', 'test', STOPPED);
     const book = new RowBook(ledger, job.id, run.id, undefined);
     for (const n of [1, 2, 3]) book.record(undefined, row(n));
 
@@ -65,7 +66,7 @@ describe('RowBook commits', () => {
   it("commits the turn's first write a request waits for once the running promise jobs are done, with the writes they queued; later ones at the end of the turn", async () => {
     const ledger = Ledger.open(tmp.path('urgent.db'));
     const job = ledger.createJob(newJob);
-    const { run } = ledger.startRun(job.id, '{}', 'test');
+    const { run } = ledger.startRun(job.id, '{}', 'test', STOPPED);
     const book = new RowBook(ledger, job.id, run.id, undefined);
     for (const n of [1, 2, 3, 4]) book.record(undefined, row(n));
     book.flushInserts();

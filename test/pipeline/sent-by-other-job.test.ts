@@ -10,7 +10,7 @@ import type { SandboxHandle } from '../../src/sandbox/index.js';
 import Database from 'better-sqlite3';
 import { Ledger } from '../../src/ledger/index.js';
 import { SQL } from '../../src/ledger/_statements.js';
-import { sentByOtherJob } from '../../src/pipeline/other-jobs.js';
+import { decide } from '../../src/pipeline/row-state.js';
 import type { Environment, Operation } from '../../src/partner/types.js';
 import { runCli } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -233,7 +233,7 @@ describe('Ledger: rows of other jobs', () => {
       expect(find(four, 'k')).toBeUndefined();
       // Rows written before schema version 6 point by their message; one whose message says nothing counts, as before.
       ledger.insertRows(four, [{ rowNumber: 5, rowKey: 'old', agentEmail: null, state: 'pending' }]);
-      const message = sentByOtherJob('old', { job_id: four, row_number: 5, state: 'in_doubt' }).errorMessage;
+      const message = decide({ type: 'sent_by_other_job', rowKey: 'old', sent: { job_id: four, row_number: 5, state: 'in_doubt' } }).errorMessage ?? null;
       ledger.insertRows(two, [{ ...dup(null, message), rowNumber: 8, rowKey: 'old' }, { ...dup(null), rowNumber: 9, rowKey: 'older' }]);
       expect(find(three, 'old')).toBeUndefined(); // job 4's row 5 is pending
       setState(four, 5, 'in_doubt');
