@@ -17,7 +17,7 @@ import { findSentByOtherJob } from './_sent-by.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
 import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from './schema.js';
-import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowChange, RowOutcome, RunRecord, RunSample, SentRow } from './types.js';
+import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowChange, RowOutcome, RowWrite, RowWriteResult, RunRecord, RunSample, SentRow } from './types.js';
 
 export const now = (): string => new Date().toISOString();
 
@@ -30,6 +30,7 @@ export class Ledger {
   /** The row writes in a transaction of their own, for callers outside one. */
   readonly #insertRowsTx: Database.Transaction<(jobId: number, rows: readonly NewRow[]) => void>;
   readonly #recordOutcomeTx: Database.Transaction<Ledger['recordOutcomeNow']>;
+  readonly #commitRowWritesTx: Database.Transaction<Ledger['commitRowWritesNow']>;
   /** The ledger's real path: lock files sit beside the file itself, whatever link named it. */
   readonly #realPath: string;
   /** Job locks this connection holds (see `_job-lock.ts`). */
@@ -43,6 +44,7 @@ export class Ledger {
     this.stmts = prepareStatements(db);
     this.#insertRowsTx = db.transaction((jobId: number, rows: readonly NewRow[]) => this.insertRowsNow(jobId, rows));
     this.#recordOutcomeTx = db.transaction((...args: Parameters<Ledger['recordOutcomeNow']>) => this.recordOutcomeNow(...args));
+    this.#commitRowWritesTx = db.transaction((...args: Parameters<Ledger['commitRowWritesNow']>) => this.commitRowWritesNow(...args));
     this.#realPath = realpathSync(path);
   }
 
@@ -334,6 +336,37 @@ export class Ledger {
    */
   rejectedByOtherJob(jobId: number, environment: string, operation: string, rowKey: string, requestSha256: string): RejectedRow | undefined {
     return this.stmts.rejectedByOtherJob.get(boundKey(rowKey), jobId, requestSha256, environment, operation) as RejectedRow | undefined;
+  }
+
+  /**
+   * Commits a turn of a run's writes in one transaction: first the newly read rows some of them
+   * concern (`inserts`), then the writes in order. All or nothing: when it throws, nothing of it is
+   * in the ledger.
+   */
+  commitRowWrites(jobId: number, runId: number, inserts: readonly NewRow[], writes: readonly RowWrite[]): RowWriteResult[] {
+    return this.#commitRowWritesTx(jobId, runId, inserts, writes);
+  }
+
+  private commitRowWritesNow(jobId: number, runId: number, inserts: readonly NewRow[], writes: readonly RowWrite[]): RowWriteResult[] {
+    if (inserts.length > 0) this.insertRowsNow(jobId, inserts);
+    return writes.map((write): RowWriteResult => {
+      switch (write.kind) {
+        case 'mark': {
+          this.markInFlight(jobId, write.rowNumber, write.agentId, write.requestJson, write.requestSha256);
+          const { lookup } = write;
+          const sent = lookup === undefined ? undefined : this.sentByOtherJob(jobId, lookup.environment, lookup.operation, lookup.rowKey);
+          if (sent === undefined || lookup === undefined) return {};
+          this.recordOutcomeNow(jobId, runId, write.rowNumber, { ...lookup.sentBy(sent), attempts: 0 }, []);
+          return { sent };
+        }
+        case 'outcome':
+          this.recordOutcomeNow(jobId, runId, write.rowNumber, { ...write.change, attempts: write.attempts.length }, write.attempts);
+          return {};
+        case 'put_back':
+          this.putBack(jobId, runId, write.rowNumber, write.change.state, write.attempts);
+          return {};
+      }
+    });
   }
 
   insertRows(jobId: number, rows: readonly NewRow[]): void {

@@ -1,5 +1,5 @@
 /** The records the ledger reads and writes (the columns are documented in docs/ledger.md). */
-import type { Environment, Operation } from '../partner/types.js';
+import type { AttemptRecord, Environment, Operation } from '../partner/types.js';
 import type { JobStatus, RowState, RunStatus } from './schema.js';
 
 export interface JobIdentity {
@@ -146,4 +146,41 @@ export interface AgentRecord {
   message: string | null;
   checked_at: string;
   job_id: number | null;
+}
+
+/**
+ * One write of a run to a row, committed with the others of its turn in one transaction
+ * ({@link Ledger.commitRowWrites}): the row's changes are decided by the pipeline's row-state
+ * module, the ledger applies them.
+ */
+export type RowWrite =
+  /** Marks the row `in_flight` right before its request leaves. */
+  | {
+      kind: 'mark';
+      rowNumber: number;
+      agentId: string | null;
+      requestJson: string | null;
+      requestSha256: string | null;
+      lookup?: MarkLookup | undefined;
+    }
+  /** The row's outcome, with the attempts that led to it. */
+  | { kind: 'outcome'; rowNumber: number; change: RowChange; attempts: readonly AttemptRecord[] }
+  /** The row back in the state it had before its mark (`change.state`), with the attempts made; what an earlier run kept of it stays. */
+  | { kind: 'put_back'; rowNumber: number; change: RowChange; attempts: readonly AttemptRecord[] };
+
+/** What a {@link RowWrite} found: for a mark, the other job's row that had sent the lead (the row was not marked). */
+export interface RowWriteResult {
+  sent?: SentRow;
+}
+
+/**
+ * Looked up in a mark's own transaction (after the mark, so that a job running beside this one sees
+ * one or the other): another job of this environment and operation that sent the lead since the row
+ * was read. When found, the row is given `sentBy(found)` instead, unsent.
+ */
+export interface MarkLookup {
+  environment: string;
+  operation: string;
+  rowKey: string;
+  sentBy: (sent: SentRow) => RowChange;
 }

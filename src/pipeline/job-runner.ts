@@ -6,7 +6,7 @@
  */
 import type { StoreRequests } from '../config/index.js';
 import type { InputReader } from '../input/index.js';
-import { countUnfinished, FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowState, type SentRow } from '../ledger/index.js';
+import { countUnfinished, FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowState } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatRowIssue, type CompiledMapping, type MappedRow } from '../mapping/index.js';
 import type { HaltKind, PartnerClient, SendDecision } from '../partner/index.js';
@@ -258,11 +258,11 @@ export class JobRunner {
     let state = initial;
     // Attempts already written (each refused one, when its retry began).
     let recorded = 0;
-    const settle = (decision: RowDecision, attempts: readonly AttemptRecord[] = []): Promise<void> => {
-      const committed = book.write(rowNumber, () => ledger.recordOutcome(jobId, this.runId, rowNumber, { ...decision, attempts: attempts.length }, attempts));
-      book.transition(state, decision.state, rowNumber);
-      state = decision.state;
-      return committed;
+    const settle = async (change: RowDecision, attempts: readonly AttemptRecord[] = []): Promise<void> => {
+      const committed = book.write({ kind: 'outcome', rowNumber, change, attempts });
+      book.transition(state, change.state, rowNumber);
+      state = change.state;
+      await committed;
     };
     if (this.#halt.signal.aborted) return;
 
@@ -298,15 +298,10 @@ export class JobRunner {
       signal: this.#halt.signal,
       beforeSend: async (): Promise<SendDecision> => {
         if (state === 'in_flight') return 'send';
-        let sent: SentRow | undefined;
-        await book.write(rowNumber, () => {
-          ledger.markInFlight(jobId, rowNumber, agentId, requestJson, requestHash);
-          // In the mark's transaction: a job running beside this one may have sent the lead since.
-          sent = this.#otherJobs.sentWhenMarked(mapped);
-          if (sent !== undefined) {
-            ledger.recordOutcome(jobId, this.runId, rowNumber, { ...decide({ type: 'sent_by_other_job', rowKey: mapped.rowKey, sent }), attempts: 0 }, []);
-          }
-        }, true);
+        // Looked up again in the mark's transaction: a job running beside this one may have sent the lead since.
+        const lookup = this.#otherJobs.lookupWhenMarked(mapped);
+        const { sent } = await book.write({ kind: 'mark', rowNumber, agentId, requestJson, requestSha256: requestHash, lookup }, true);
+        if (sent !== undefined) this.#otherJobs.foundWhenMarked(mapped, sent);
         const decision = sent === undefined ? decide({ type: 'marked' }) : decide({ type: 'sent_by_other_job', rowKey: mapped.rowKey, sent });
         book.transition(state, decision.state, rowNumber);
         state = decision.state;
@@ -320,7 +315,7 @@ export class JobRunner {
         recorded += 1;
         book.putBack(state, putBack.state);
         state = putBack.state;
-        await book.write(rowNumber, () => ledger.putBack(jobId, this.runId, rowNumber, putBack.state, [attempt]));
+        await book.write({ kind: 'put_back', rowNumber, change: putBack, attempts: [attempt] });
       },
     });
     const outcome = await submitting;
@@ -333,7 +328,7 @@ export class JobRunner {
     }
     if (unrecorded.length === 0) {
       // Marked, then stopped before the request left (a halt while its mark was committed): as it was.
-      const committed = book.write(rowNumber, () => ledger.putBack(jobId, this.runId, rowNumber, putBack.state, []));
+      const committed = book.write({ kind: 'put_back', rowNumber, change: putBack, attempts: [] });
       book.transition(state, putBack.state, rowNumber);
       await committed;
       return;

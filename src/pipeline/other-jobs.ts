@@ -19,10 +19,11 @@
  * `error_message` holds the key.
  */
 import { createHash } from 'node:crypto';
-import type { Ledger, RejectedRow, SentRow } from '../ledger/index.js';
+import type { Ledger, MarkLookup, RejectedRow, SentRow } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import type { MappedRow } from '../mapping/index.js';
 import type { Environment, Operation } from '../partner/types.js';
+import { decide } from './row-state.js';
 
 export class OtherJobs {
   /** Rows recorded `duplicate` because another job sent their lead. */
@@ -65,15 +66,21 @@ export class OtherJobs {
   }
 
   /**
-   * In the transaction that marks the row `in_flight` (after that write, so what it reads is the
-   * ledger as it is: no other process can commit until this transaction does): the row of another
-   * job that sent the lead since the row was read. The caller then records the row `duplicate`.
+   * What the transaction that marks the row `in_flight` looks up (after that write, so what it reads
+   * is the ledger as it is: no other process can commit until this transaction does): another job
+   * that sent the lead since the row was read. Undefined when nothing is to be looked up.
    */
-  sentWhenMarked(mapped: MappedRow): SentRow | undefined {
+  lookupWhenMarked(mapped: MappedRow): MarkLookup | undefined {
     if (!this.#guarded || isRowNumberKey(mapped)) return undefined;
-    const sent = this.ledger.sentByOtherJob(this.jobId, this.environment, this.operation, mapped.rowKey);
-    if (sent !== undefined) this.#counted(mapped, sent);
-    return sent;
+    return {
+      environment: this.environment, operation: this.operation, rowKey: mapped.rowKey,
+      sentBy: (sent) => decide({ type: 'sent_by_other_job', rowKey: mapped.rowKey, sent }),
+    };
+  }
+
+  /** The mark's lookup found the lead sent: the row was recorded `duplicate` instead. */
+  foundWhenMarked(mapped: MappedRow, sent: SentRow): void {
+    this.#counted(mapped, sent);
   }
 
   /** The SHA-256 of a request body to record with its `in_flight` mark, for later jobs to compare; null in the sandbox. */

@@ -17,7 +17,7 @@
  * Each insert touches a random page of the row-key index, so a batch of 512 writes about as many
  * pages as a handful of rows would (the WAL is written page by page).
  */
-import { FINAL_STATES, ROW_STATES, type Ledger, type NewRow, type ResumePoint, type RowState } from '../ledger/index.js';
+import { FINAL_STATES, ROW_STATES, type Ledger, type NewRow, type ResumePoint, type RowState, type RowWrite, type RowWriteResult } from '../ledger/index.js';
 
 const INSERT_BATCH = 512;
 
@@ -28,13 +28,13 @@ export class RowBook {
   readonly #states: Uint8Array;
   #pendingInserts: NewRow[] = [];
   #pendingKeys = new Set<string>();
-  #writeQueue: (() => void)[] = [];
+  #writeQueue: RowWrite[] = [];
   /** True when a queued write concerns a row not inserted yet. */
   #insertBeforeWrites = false;
-  #writeCommit: Promise<void> | null = null;
+  #writeCommit: Promise<RowWriteResult[]> | null = null;
   /** True once this turn's early commit is due or done (see `write`). */
   #earlyCommitSpent = false;
-  #resolveCommit: (() => void) | null = null;
+  #resolveCommit: ((results: RowWriteResult[]) => void) | null = null;
   #rejectCommit: ((error: unknown) => void) | null = null;
   /**
    * Rows of this run still being worked on (read, not settled), by row number in file order: the
@@ -92,19 +92,19 @@ export class RowBook {
   }
 
   /**
-   * Queues a ledger write of row `rowNumber`'s task; resolves once it is committed: at the end of the
-   * event-loop turn or, for the turn's first `urgent` write (a request waits for it), once the promise
-   * jobs running now are done (a `process.nextTick` queued from a promise job runs after the whole
-   * chain of them).
+   * Queues a ledger write of a row task; resolves with what it found once it is committed: at the end
+   * of the event-loop turn or, for the turn's first `urgent` write (a request waits for it), once the
+   * promise jobs running now are done (a `process.nextTick` queued from a promise job runs after the
+   * whole chain of them).
    */
-  write(rowNumber: number, op: () => void, urgent = false): Promise<void> {
-    this.#writeQueue.push(op);
+  write(write: RowWrite, urgent = false): Promise<RowWriteResult> {
+    const index = this.#writeQueue.push(write) - 1;
     // Rows are read (and queued for insertion) in file order: a row at or past the first one
     // waiting is not in the ledger yet, and must be inserted by the commit that writes it.
     const firstWaiting = this.#pendingInserts[0];
-    if (firstWaiting !== undefined && rowNumber >= firstWaiting.rowNumber) this.#insertBeforeWrites = true;
+    if (firstWaiting !== undefined && write.rowNumber >= firstWaiting.rowNumber) this.#insertBeforeWrites = true;
     if (this.#writeCommit === null) {
-      this.#writeCommit = new Promise<void>((resolve, reject) => {
+      this.#writeCommit = new Promise<RowWriteResult[]>((resolve, reject) => {
         this.#resolveCommit = resolve;
         this.#rejectCommit = reject;
       });
@@ -117,7 +117,7 @@ export class RowBook {
         this.#earlyCommitSpent = false;
       });
     }
-    return this.#writeCommit;
+    return this.#writeCommit.then((results) => results[index] ?? {});
   }
 
   /**
@@ -126,34 +126,30 @@ export class RowBook {
    * error), and the rows to insert are kept for the next attempt.
    */
   commitWrites(): boolean {
-    const ops = this.#writeQueue;
+    const writes = this.#writeQueue;
     const resolve = this.#resolveCommit;
     const reject = this.#rejectCommit;
     this.#writeQueue = [];
     this.#writeCommit = null;
     this.#resolveCommit = null;
     this.#rejectCommit = null;
-    if (ops.length === 0) {
-      resolve?.();
+    if (writes.length === 0) {
+      resolve?.([]);
       return true;
     }
-    const inserts = this.#pendingInserts;
-    const insertFirst = this.#insertBeforeWrites;
+    // Rows must exist before they are marked: the commit inserts those waiting first.
+    const inserts = this.#insertBeforeWrites ? this.#pendingInserts : [];
     this.#insertBeforeWrites = false;
     try {
-      this.ledger.db.transaction(() => {
-        if (insertFirst) this.flushInserts(); // rows must exist before they are marked
-        for (const op of ops) op();
-      })();
-      resolve?.();
+      const results = this.ledger.commitRowWrites(this.jobId, this.runId, inserts, writes);
+      if (inserts.length > 0) {
+        this.#pendingInserts = [];
+        this.#pendingKeys = new Set();
+      }
+      resolve?.(results);
       return true;
     } catch (error) {
-      // Rolled back: rows the commit inserted are waiting again (with their keys, for the duplicate
-      // check). When the insert itself failed, they never left the list.
-      if (insertFirst && this.#pendingInserts !== inserts) {
-        this.#pendingInserts = [...inserts, ...this.#pendingInserts];
-        for (const row of inserts) if (row.rowKey !== null && row.state === 'pending') this.#pendingKeys.add(row.rowKey);
-      }
+      // Rolled back: the rows to insert are still waiting, with their keys (for the duplicate check).
       reject?.(error);
       return false;
     }

@@ -4,7 +4,7 @@
  */
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { Ledger, type NewRow } from '../../src/ledger/index.js';
+import { Ledger, type NewRow, type RowState, type RowWrite } from '../../src/ledger/index.js';
 import { RowBook } from '../../src/pipeline/row-book.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { STOPPED } from '../../src/pipeline/row-state.js';
@@ -15,6 +15,7 @@ const newJob = {
 } as const;
 
 const row = (rowNumber: number): NewRow => ({ rowNumber, rowKey: `K${rowNumber}`, agentEmail: null, state: 'pending' });
+const mark = (rowNumber: number): RowWrite => ({ kind: 'mark', rowNumber, agentId: null, requestJson: null, requestSha256: null });
 
 describe('RowBook when a commit fails', () => {
   const tmp = useTempDir('quote-batch-row-book-');
@@ -32,15 +33,14 @@ describe('RowBook when a commit fails', () => {
     for (const n of [1, 2, 3]) book.record(undefined, row(n));
 
     const other = new Database(path);
-    let committed: Promise<void>;
+    let committed: Promise<unknown>;
     if (failAt === 'insert') {
       other.exec('BEGIN IMMEDIATE'); // the commit's first write, the rows' insert, finds the ledger busy
-      committed = book.write(1, () => ledger.markInFlight(job.id, 1, null, null));
+      committed = book.write(mark(1));
     } else {
-      committed = book.write(1, () => {
-        ledger.markInFlight(job.id, 1, null, null);
-        throw new Error('a write after the insert fails');
-      });
+      // A state the schema refuses: the write after the insert fails.
+      const bad = { kind: 'outcome', rowNumber: 2, change: { state: 'no_such_state' as RowState }, attempts: [] } as const;
+      committed = Promise.all([book.write(mark(1)), book.write(bad)]);
     }
     await expect(committed).rejects.toThrow();
     if (failAt === 'insert') other.exec('ROLLBACK');
@@ -48,7 +48,7 @@ describe('RowBook when a commit fails', () => {
     expect(ledger.countsByState(job.id).pending).toBe(0); // rolled back: no row recorded
     expect(book.hasRowKey('K2')).toBe(true); // still known, so a later row with this key is a duplicate
 
-    await book.write(2, () => ledger.markInFlight(job.id, 2, null, null));
+    await book.write(mark(2));
     book.flushInserts();
     const rows = ledger.db.prepare('SELECT row_number, state FROM rows WHERE job_id = ? ORDER BY row_number').all(job.id);
     expect(rows).toEqual([
@@ -71,12 +71,11 @@ describe('RowBook commits', () => {
     for (const n of [1, 2, 3, 4]) book.record(undefined, row(n));
     book.flushInserts();
     let commits = 0;
-    const transaction = ledger.db.transaction.bind(ledger.db);
-    ledger.db.transaction = ((fn: () => void) => {
+    const commit = ledger.commitRowWrites.bind(ledger);
+    ledger.commitRowWrites = (...args) => {
       commits += 1;
-      return transaction(fn);
-    }) as typeof ledger.db.transaction;
-    const mark = (n: number) => () => ledger.markInFlight(job.id, n, null, null);
+      return commit(...args);
+    };
     /** Whether the end of the turn (an I/O callback queued when it began) has come, by the time a write is committed. */
     const endOfTurn = (): (() => boolean) => {
       let ended = false;
@@ -85,30 +84,30 @@ describe('RowBook commits', () => {
       });
       return () => ended;
     };
-    const ended = (turn: () => boolean, written: Promise<void>): Promise<boolean> => written.then(turn);
+    const ended = (turn: () => boolean, written: Promise<unknown>): Promise<boolean> => written.then(turn);
 
     let turn = endOfTurn();
     // An answer's outcome (not urgent) and, a few promise jobs later, the next row's mark (urgent).
-    const outcome = ended(turn, book.write(1, mark(1)));
+    const outcome = ended(turn, book.write(mark(1)));
     await Promise.resolve();
     await Promise.resolve();
-    expect(await ended(turn, book.write(2, mark(2), true))).toBe(false);
+    expect(await ended(turn, book.write(mark(2), true))).toBe(false);
     expect(await outcome).toBe(false);
     expect(commits).toBe(1); // one commit for both
     expect(ledger.countsByState(job.id).in_flight).toBe(2);
     // The turn's second one waits for the turn's end: a turn of many answers commits once.
-    expect(await ended(turn, book.write(4, mark(4), true))).toBe(true);
+    expect(await ended(turn, book.write(mark(4), true))).toBe(true);
     expect(commits).toBe(2);
 
     // Without an urgent write, the turn's writes wait for its end.
     await new Promise((resolve) => setImmediate(resolve));
     turn = endOfTurn();
-    expect(await ended(turn, book.write(3, mark(3)))).toBe(true);
+    expect(await ended(turn, book.write(mark(3)))).toBe(true);
     expect(commits).toBe(3);
     // A new turn has its early commit again.
     await new Promise((resolve) => setImmediate(resolve));
     turn = endOfTurn();
-    expect(await ended(turn, book.write(1, mark(1), true))).toBe(false);
+    expect(await ended(turn, book.write(mark(1), true))).toBe(false);
     ledger.close();
   });
 });
