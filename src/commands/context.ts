@@ -2,7 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { formatDuration, parseDuration } from '../duration.js';
 import type { Io } from '../io.js';
 import type { Logger } from '../log.js';
-import { resolveLedgerPath } from '../report/output.js';
+import { loadConfig, resolveLedger } from '../config/index.js';
 
 /**
  * What `cli.ts` hands to each command. A command declares its own flags on `program`
@@ -92,7 +92,7 @@ export function jsonLogOption(): Option {
  * the edge at once (`noteLedger`), so that a SQLite failure on it is one line naming the file.
  */
 export function ledgerPathOf(ctx: CommandContext, flag: string | undefined): string {
-  const path = resolveLedgerPath(ctx.io.cwd, flag);
+  const path = resolveLedger(ctx.io.cwd, flag, ctx.io.env, loadConfig(undefined, ctx.io.cwd).file.defaults ?? {});
   ctx.noteLedger(path);
   return path;
 }

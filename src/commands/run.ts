@@ -2,16 +2,15 @@
 import { resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { Option } from 'commander';
-import { loadConfig, OPERATIONS, resolveConnection, STORE_REQUESTS, type StoreRequests } from '../config/index.js';
+import { DEFAULTS, helpOf, loadConfig, resolveConnection, resolveRunSettings, RUN_SETTINGS, type RunSettingName, type Setting } from '../config/index.js';
 import { Ledger } from '../ledger/index.js';
 import { DRAFT_PLACEHOLDER, loadMapping } from '../mapping/index.js';
 import { QuoteBatchError } from '../errors.js';
-import type { Operation } from '../partner/types.js';
 import { createProgressReporter } from '../pipeline/progress.js';
 import { checkInputHeader, runJob } from '../pipeline/run-job.js';
 import { formatSummary, nextStep } from '../pipeline/summary.js';
 import { commandFor, unreadableAnswersText } from '../advice.js';
-import { formatDuration, MAX_WAIT_MS } from '../duration.js';
+import { formatDuration } from '../duration.js';
 import { outputColumns } from '../io.js';
 import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
 import { FixedLimiter } from '../partner/concurrency.js';
@@ -20,37 +19,53 @@ import { prestartTransportThread } from '../partner/thread-transport.js';
 import { openPartner } from './_connect.js';
 import { jsonLogOption, parseDurationFlag, parseNumberIn, type RegisterCommand } from './context.js';
 
-interface RunFlags {
+/** The flags of `run` (its settings' flags, `RUN_SETTINGS`, under commander's names for them). */
+interface RunFlags extends Record<string, unknown> {
   mapping: string;
   env?: string;
   baseUrl?: string;
   apiKeyFile?: string;
   config?: string;
-  ledger?: string;
-  operation?: Operation;
-  concurrency?: number;
-  rate?: number;
-  maxAttempts?: number;
-  timeout?: number;
   limit?: number;
   fresh?: boolean;
-  retryFailed?: boolean;
-  resendInDoubt?: boolean;
   resendSent?: boolean;
-  storeRequests?: StoreRequests;
-  maxConsecutiveFailures?: number;
-  maxOutage?: number;
-  maxRetryAfter?: number;
-  maxRuntime?: number;
-  adaptive?: boolean;
   quiet?: boolean;
   jsonLog?: boolean;
 }
 
-export const DEFAULT_LEDGER = 'quote-batch.db';
+/** The values of the settings' flags given, by setting name (commander names a value after its flag: `--timeout` → `timeout`). */
+function settingFlags(flags: RunFlags): Partial<Record<RunSettingName, unknown>> {
+  return Object.fromEntries((Object.keys(RUN_SETTINGS) as RunSettingName[]).map((name) => [name, flags[new Option(RUN_SETTINGS[name].flag).attributeName()]]));
+}
+
+/** The commander options of a setting (two for a switch: `--x` and `--no-x`). */
+function optionsOf(name: RunSettingName): Option[] {
+  const setting: Setting = RUN_SETTINGS[name];
+  const { kind } = setting;
+  const flagName = setting.flag.replace(/ .*$/, '');
+  switch (kind.type) {
+    case 'switch':
+      return [
+        new Option(setting.flag, `${kind.on}${name in DEFAULT_SWITCHES && DEFAULT_SWITCHES[name] === true ? ' (default)' : ''}`),
+        new Option(setting.flag.replace(/^--/, '--no-'), `${kind.off}${name in DEFAULT_SWITCHES && DEFAULT_SWITCHES[name] === false ? ' (default)' : ''}`),
+      ];
+    case 'choice':
+      return [new Option(setting.flag, helpOf(name)).choices(kind.choices)];
+    case 'integer':
+      return [new Option(setting.flag, helpOf(name)).argParser(parseNumberIn(flagName, kind.min, kind.max, true))];
+    case 'number':
+      return [new Option(setting.flag, helpOf(name)).argParser(parseNumberIn(flagName, kind.min, kind.max))];
+    case 'duration':
+      return [new Option(setting.flag, helpOf(name)).argParser(parseDurationFlag(flagName, kind.minMs, kind.maxMs))];
+    case 'text':
+      return [new Option(setting.flag, helpOf(name))];
+  }
+}
+
+const DEFAULT_SWITCHES: Partial<Record<RunSettingName, boolean>> = { adaptive: DEFAULTS.adaptive, retryFailed: DEFAULTS.retryFailed, resendInDoubt: DEFAULTS.resendInDoubt };
 
 export const registerRun: RegisterCommand = (program, ctx) => {
-  program
+  const command = program
     .command('run')
     .description('send every row of <input> to the partner; resumes an unfinished job by itself')
     .argument('<input>', 'lead file: .csv, .tsv, .ndjson or .jsonl, optionally .gz')
@@ -59,26 +74,12 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     .option('--base-url <url>', "override the environment's base URL (https://, or http:// on loopback)")
     .option('--api-key-file <file>', 'read the API key from this file (else QUOTE_BATCH_API_KEY)')
     .option('--config <file>', 'config file (default ./quote-batch.config.yaml when present)')
-    .option('--ledger <file>', `SQLite ledger (default ./${DEFAULT_LEDGER})`)
-    .addOption(new Option('--operation <op>', 'partner operation each row is sent to (default quote)').choices(OPERATIONS))
-    .option('--concurrency <n>', 'requests in flight at once (default 8)', parseNumberIn('--concurrency', 1, 1024))
-    .option('--rate <n>', 'at most N requests per second, 0 = no cap (default 0)', parseNumberIn('--rate', 0, 1e6))
-    .option('--max-attempts <n>', 'attempts per request for retryable failures (default 5)', parseNumberIn('--max-attempts', 1, 100))
-    .option('--timeout <ms>', 'whole-request time-out in ms (default 30000)', parseNumberIn('--timeout', 1, 3_600_000))
     .option('--limit <n>', 'process at most the first N rows', parseNumberIn('--limit', 1, Number.MAX_SAFE_INTEGER, true))
     .option('--fresh', 'start a new job even when an unfinished one matches')
-    .option('--retry-failed', 'resend rows left failed by an earlier run (default)')
-    .option('--no-retry-failed', 'leave rows left failed by an earlier run alone')
-    .option('--resend-in-doubt', 'also resend rows left in_doubt (they may have reached the partner)')
     .option('--resend-sent', 'also send rows another job of this ledger sent to this environment, or whose same request it had rejected (uat, production)')
-    .addOption(new Option('--store-requests <mode>', 'how much of each request the ledger keeps (default masked)').choices(STORE_REQUESTS))
-    .option('--max-consecutive-failures <n>', 'consecutive transient failures of one operation that open the circuit breaker (default 10)', parseNumberIn('--max-consecutive-failures', 1, 1e6, true))
-    .option('--max-outage <duration>', 'halt (exit 3) when the partner has not recovered this long after the breaker opened, e.g. 90s, 10m; 0 = wait for ever (default 10m)', parseDurationFlag('--max-outage', 0, MAX_WAIT_MS))
-    .option('--max-retry-after <duration>', 'a Retry-After longer than this halts the run instead of waiting (default 5m)', parseDurationFlag('--max-retry-after', 0, MAX_WAIT_MS))
-    .option('--max-runtime <duration>', 'stop like SIGTERM once the run has lasted this long, e.g. 2h (default: none)', parseDurationFlag('--max-runtime', 1, MAX_WAIT_MS))
-    .option('--adaptive', "adapt the requests in flight to the partner's answers, up to --concurrency (default)")
-    .option('--no-adaptive', 'keep exactly --concurrency requests in flight')
-    .option('--quiet', 'no progress bar or progress lines')
+    .option('--quiet', 'no progress bar or progress lines');
+  for (const name of Object.keys(RUN_SETTINGS) as RunSettingName[]) for (const option of optionsOf(name)) command.addOption(option);
+  command
     .addOption(jsonLogOption())
     .action(async (input: string, flags: RunFlags) => {
       ctx.setExitCode(await runCommand(input, flags));
@@ -90,22 +91,10 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     prestartTransportThread();
     const { io } = ctx;
     const config = loadConfig(flags.config, io.cwd);
-    const d = config.file.defaults ?? {};
-    const concurrency = flags.concurrency ?? d.concurrency ?? 8;
+    const { ledger: ledgerPath, ...tunables } = resolveRunSettings(settingFlags(flags), io.env, config.file.defaults ?? {}, io.cwd);
+    const { concurrency } = tunables;
     const settings = {
-      operation: flags.operation ?? d.operation ?? 'quote',
-      concurrency,
-      rate: flags.rate ?? d.rate ?? 0,
-      maxAttempts: flags.maxAttempts ?? d['max-attempts'] ?? 5,
-      timeoutMs: flags.timeout ?? d.timeout ?? 30_000,
-      storeRequests: flags.storeRequests ?? d['store-requests'] ?? 'masked',
-      maxConsecutiveFailures: flags.maxConsecutiveFailures ?? d['max-consecutive-failures'] ?? 10,
-      maxOutageMs: flags.maxOutage ?? d['max-outage'] ?? 600_000,
-      maxRetryAfterMs: flags.maxRetryAfter ?? d['max-retry-after'] ?? 300_000,
-      maxRuntimeMs: flags.maxRuntime ?? d['max-runtime'],
-      adaptive: flags.adaptive ?? d.adaptive ?? true,
-      retryFailed: flags.retryFailed ?? d['retry-failed'] ?? true,
-      resendInDoubt: flags.resendInDoubt ?? d['resend-in-doubt'] ?? false,
+      ...tunables,
       // Never from the config file: sending a lead again is decided run by run.
       resendSent: flags.resendSent ?? false,
       fresh: flags.fresh ?? false,
@@ -114,7 +103,6 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     const logger = ctx.createLogger({ quiet: flags.quiet === true });
     const inputPath = resolve(io.cwd, input);
     const mapping = await loadMapping(resolve(io.cwd, flags.mapping));
-    const ledgerPath = resolve(io.cwd, flags.ledger ?? d.ledger ?? DEFAULT_LEDGER);
 
     // Resolve the connection up front so a missing key or URL is a usage error before any work.
     const connectionFlags = { env: flags.env, baseUrl: flags.baseUrl, apiKeyFile: flags.apiKeyFile, config: flags.config };

@@ -10,21 +10,21 @@ import { z } from 'zod';
 import { formatDuration, MAX_WAIT_MS, parseDuration } from '../duration.js';
 import { QuoteBatchError } from '../errors.js';
 import { assertSafeBaseUrl } from '../partner/base-url.js';
-import type { Environment, Operation } from '../partner/types.js';
+import type { Environment } from '../partner/types.js';
+import { configKeyOf, RUN_SETTINGS, type Setting, type SettingKind } from './settings.js';
 
 export const ENVIRONMENTS = ['sandbox', 'uat', 'production'] as const satisfies readonly Environment[];
-export const OPERATIONS = ['quote', 'lead'] as const satisfies readonly Operation[];
-export const STORE_REQUESTS = ['none', 'masked', 'full'] as const;
-export type StoreRequests = (typeof STORE_REQUESTS)[number];
+export { DEFAULTS } from './defaults.js';
+export {
+  configKeyOf, helpOf, OPERATIONS, resolveLedger, resolveLedgerTarget, resolveRunSettings, RUN_SETTINGS, STORE_REQUESTS,
+  type RunSettingName, type RunSettings, type Setting, type SettingKind, type StoreRequests,
+} from './settings.js';
 
 /** The default file name looked up in the working directory. */
 export const CONFIG_FILE_NAME = 'quote-batch.config.yaml';
 /** The key the sandbox accepts when none is configured. */
 export const SANDBOX_DEFAULT_KEY = 'sandbox-key';
 
-const positiveInt = z.number().int().positive();
-
-/** The config file as the user writes it. Every member is optional. */
 /**
  * A duration as the flags take it (`90s`, `10m`, `2h`, or a number of seconds), of at least `minMs`,
  * read into milliseconds: checked with the file, so that a bad one is named with its key and line
@@ -49,30 +49,35 @@ export const ConfigFile = z.strictObject({
       production: z.strictObject({ base_url: z.string().optional() }).optional(),
     })
     .optional(),
-  /** Defaults for the flags of `run` (and `--env`/`--ledger` of the other commands). */
+  /** Defaults for the flags of `run` (and `--env`/`--ledger` of the other commands): one member per setting of `settings.ts`. */
   defaults: z
     .strictObject({
       env: z.enum(ENVIRONMENTS).optional(),
-      ledger: z.string().optional(),
-      operation: z.enum(OPERATIONS).optional(),
-      concurrency: positiveInt.max(1024).optional(),
-      rate: z.number().nonnegative().optional(),
-      'max-attempts': positiveInt.max(100).optional(),
-      timeout: positiveInt.optional(),
-      'store-requests': z.enum(STORE_REQUESTS).optional(),
-      'max-consecutive-failures': positiveInt.optional(),
-      /** Durations: `90s`, `10m`, `2h`, or a number of seconds; read as milliseconds. */
-      'max-outage': duration(0).optional(),
-      'max-retry-after': duration(0).optional(),
-      'max-runtime': duration(1).optional(),
-      adaptive: z.boolean().optional(),
-      'resend-in-doubt': z.boolean().optional(),
-      'retry-failed': z.boolean().optional(),
+      ...Object.fromEntries(Object.values(RUN_SETTINGS).map((setting: Setting) => [configKeyOf(setting), schemaOf(setting.kind).optional()])),
       'api-key-file': z.string().optional(),
       agents: z.string().optional(),
     })
     .optional(),
 });
+
+/** The check of a setting's value in the config file, from its kind. */
+function schemaOf(kind: SettingKind): z.ZodType {
+  switch (kind.type) {
+    case 'integer':
+      // "more than 0": an integer of at least 1 reads as the count it is.
+      return z.number().int().gt(kind.min - 1).max(kind.max);
+    case 'number':
+      return z.number().min(kind.min).max(kind.max);
+    case 'duration':
+      return duration(kind.minMs);
+    case 'choice':
+      return z.enum(kind.choices as [string, ...string[]]);
+    case 'switch':
+      return z.boolean();
+    case 'text':
+      return z.string();
+  }
+}
 export type ConfigFile = z.infer<typeof ConfigFile>;
 
 export interface LoadedConfig {

@@ -9,37 +9,37 @@ import type { MetricsSample } from './metrics.js';
 import type { AgentValidateResponse, QuoteSuccessResponse } from './schemas.js';
 import type { AttemptRecord, CallOutcome, Operation } from './types.js';
 
-/** Options of `createPartnerClient` (`client.ts`). Defaults suit production; tests pass small time values. */
+/** Options of `createPartnerClient` (`client.ts`). Each absent one takes its default from `DEFAULTS` (`src/config/defaults.ts`); tests pass small time values. */
 export interface PartnerClientOptions {
   /** The environment's base URL; `https://` except on loopback (see `assertSafeBaseUrl`). */
   baseUrl: string;
   /** Sent as `x-api-key`; never appears in an outcome, a message or an error, in any encoding. */
   apiKey: string;
-  /** Requests in flight at most (the limiter's ceiling) and keep-alive sockets kept. Default 8. */
+  /** Requests in flight at most (the limiter's ceiling) and keep-alive sockets kept. */
   concurrency?: number;
   /** Decides how many requests may be in flight; default a `FixedLimiter` of `concurrency`. */
   limiter?: ConcurrencyLimiter;
-  /** Whole-request time-out in ms; the phase time-outs are derived from it. Default 30000. */
+  /** Whole-request time-out in ms; the phase time-outs are derived from it. */
   timeoutMs?: number;
-  /** Attempts per call for retryable failures (1 = no retry). Default 5. */
+  /** Attempts per call for retryable failures (1 = no retry). */
   maxAttempts?: number;
-  /** At most this many attempts per second across the client; 0 = no cap. Default 0. */
+  /** At most this many attempts per second across the client; 0 = no cap. */
   rate?: number;
-  /** Consecutive transient failures of one operation that open its breaker; 0 = never. Default 10. */
+  /** Consecutive transient failures of one operation that open its breaker; 0 = never. */
   maxConsecutiveFailures?: number;
   /** Consecutive sends in doubt that open the quote/lead breaker. Default: `concurrency`. */
   maxConsecutiveInDoubt?: number;
-  /** Halt when a breaker stays open this long without recovery (ms); 0 = never. Default 600000. */
+  /** Halt when a breaker stays open this long without recovery (ms); 0 = never. */
   maxOutageMs?: number;
-  /** A `Retry-After` longer than this (ms) halts the client instead of waiting. Default 300000. */
+  /** A `Retry-After` longer than this (ms) halts the client instead of waiting. */
   maxRetryAfterMs?: number;
-  /** First back-off ceiling in ms (full jitter, doubling per attempt). Default 500. */
+  /** First back-off ceiling in ms (full jitter, doubling per attempt). */
   backoffBaseMs?: number;
-  /** Largest back-off ceiling in ms. Default 30000. */
+  /** Largest back-off ceiling in ms. */
   backoffCapMs?: number;
-  /** First pause between probes of an open breaker in ms; doubles per failed probe up to 30 s. Default 1000. */
+  /** First pause between probes of an open breaker in ms; doubles per failed probe up to a cap. */
   breakerCooldownMs?: number;
-  /** Answer bodies are read up to this many bytes (decompressed); the rest is dropped. Default 1 MiB. */
+  /** Answer bodies are read up to this many bytes (decompressed); the rest is dropped. */
   maxBodyBytes?: number;
   /** Source of jitter in [0, 1). Default `Math.random`. */
   random?: () => number;

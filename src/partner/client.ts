@@ -10,6 +10,7 @@
  * and halts for good when the outage outlasts `maxOutageMs`. A key or endpoint the partner refuses
  * (401/403, 404/405, a redirect) and a `Retry-After` beyond `maxRetryAfterMs` halt it at once.
  */
+import { DEFAULTS } from '../config/defaults.js';
 import type { ZodType } from 'zod';
 import { formatDuration } from '../duration.js';
 import { describeAttempt, parseAnswerBody, statusOf, type Parsed } from './_answer-text.js';
@@ -33,7 +34,6 @@ const PATHS: Readonly<Record<AttemptKind, string>> = {
   quote: '/partner/v2/policy/quote',
   lead: '/partner/v2/policy/lead',
 };
-const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** A read the partner can answer whatever it knows of the agent (400 for a bad address is an answer too). */
 const FALLBACK_PROBE_EMAIL = 'quote-batch-probe@example.com';
 
@@ -92,15 +92,15 @@ class GotPartnerClient implements PartnerClient {
     };
     this.#endpoints = { agent_validate: endpoint('agent_validate'), quote: endpoint('quote'), lead: endpoint('lead') };
     this.#redactor = new Redactor(options.apiKey);
-    const concurrency = positiveInt(options.concurrency, 8);
-    const timeoutMs = positiveInt(options.timeoutMs, 30_000);
+    const concurrency = positiveInt(options.concurrency, DEFAULTS.concurrency);
+    const timeoutMs = positiveInt(options.timeoutMs, DEFAULTS.timeoutMs);
     this.#withinTimeout = `within --timeout (${formatDuration(timeoutMs)})`;
     this.#options = {
       timeoutMs,
-      maxAttempts: positiveInt(options.maxAttempts, 5),
-      maxRetryAfterMs: nonNegative(options.maxRetryAfterMs, 300_000),
-      backoffBaseMs: nonNegative(options.backoffBaseMs, 500),
-      backoffCapMs: nonNegative(options.backoffCapMs, 30_000),
+      maxAttempts: positiveInt(options.maxAttempts, DEFAULTS.maxAttempts),
+      maxRetryAfterMs: nonNegative(options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
+      backoffBaseMs: nonNegative(options.backoffBaseMs, DEFAULTS.backoffBaseMs),
+      backoffCapMs: nonNegative(options.backoffCapMs, DEFAULTS.backoffCapMs),
       random: options.random ?? Math.random,
     };
     const onEvent = options.onEvent ?? (() => {});
@@ -109,14 +109,14 @@ class GotPartnerClient implements PartnerClient {
       if (!this.#closed.signal.aborted) onEvent(event);
     };
     this.#limiter = options.limiter ?? new FixedLimiter(concurrency);
-    this.#rate = new RateLimiter(nonNegative(options.rate, 0));
-    const maxOutageMs = nonNegative(options.maxOutageMs, 600_000);
+    this.#rate = new RateLimiter(nonNegative(options.rate, DEFAULTS.rate));
+    const maxOutageMs = nonNegative(options.maxOutageMs, DEFAULTS.maxOutageMs);
     const maxConsecutiveInDoubt = positiveInt(options.maxConsecutiveInDoubt, concurrency);
     const breaker = (openAfterInDoubt: number): CircuitBreaker => new CircuitBreaker({
-      openAfterFailures: nonNegative(options.maxConsecutiveFailures, 10),
+      openAfterFailures: nonNegative(options.maxConsecutiveFailures, DEFAULTS.maxConsecutiveFailures),
       openAfterInDoubt,
-      cooldownMs: nonNegative(options.breakerCooldownMs, 1000),
-      maxCooldownMs: 30_000,
+      cooldownMs: nonNegative(options.breakerCooldownMs, DEFAULTS.breakerCooldownMs),
+      maxCooldownMs: DEFAULTS.breakerMaxCooldownMs,
       maxOutageMs,
     });
     this.#breakers = { validate: breaker(0), submit: breaker(maxConsecutiveInDoubt) };
@@ -132,7 +132,7 @@ class GotPartnerClient implements PartnerClient {
         }
       }, { once: true });
     }
-    this.#transport = new ThreadTransport({ apiKey: options.apiKey, sockets: concurrency, timeoutMs, maxBodyBytes: positiveInt(options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES) });
+    this.#transport = new ThreadTransport({ apiKey: options.apiKey, sockets: concurrency, timeoutMs, maxBodyBytes: positiveInt(options.maxBodyBytes, DEFAULTS.maxBodyBytes) });
   }
 
   get halted(): boolean {

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { settleInDoubt } from '../advice.js';
-import type { StoreRequests } from '../config/index.js';
+import { DEFAULTS, type StoreRequests } from '../config/index.js';
 import { isQuoteBatchError } from '../errors.js';
 import { openInput, type InputReader } from '../input/index.js';
 import { ledgerFault } from '../ledger/faults.js';
@@ -264,7 +264,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       }
       const { reader: jobReader, start } = await openFromResumePoint(options, reader, ledger.resumePoint(job), logger, reading);
       reader = jobReader;
-      const monitor = new RunMonitor(ledger, logger, job.id, run.id, options.maxOutageMs ?? 600_000);
+      const monitor = new RunMonitor(ledger, logger, job.id, run.id, options.maxOutageMs ?? DEFAULTS.maxOutageMs);
       const rateCap = options.rate !== undefined && options.rate > 0 ? options.rate : null;
       forward = monitor.onClientEvent;
       // A Retry-After that halted an earlier run of this job, not over yet: no request leaves before it.

@@ -13,7 +13,7 @@ export {
 } from './export-rows.js';
 export { listJobs, renderJobsTable, type JobListing } from './list-jobs.js';
 export { formatCsvCell, formatCsvLine, type CsvValue } from './csv.js';
-export { openReportLedger, refuseProtectedOut, writeOutput, writeOutputAsync, resolveLedgerPath, DEFAULT_LEDGER_FILE, type WriteChunk } from './output.js';
+export { openReportLedger, refuseProtectedOut, writeOutput, writeOutputAsync, type WriteChunk } from './output.js';
 export { checkSourcePositions, exportSourceRows, SOURCE_EXPORT_COLUMNS, type SourceExportOptions, type SourceInput } from './export-source.js';
 export {
   REPORT_VERSION, ATTEMPT_KINDS, ATTEMPT_OUTCOMES, ERROR_STATES, DONE_STATES, ROW_ERROR_LIMIT,

@@ -1,17 +1,8 @@
 /** What the report, export and jobs commands share: finding the ledger and writing `--out` files. */
 import { closeSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadConfig } from '../config/index.js';
 import { QuoteBatchError } from '../errors.js';
 import { Ledger } from '../ledger/index.js';
-
-/** The ledger `run` writes by default, relative to the working directory. */
-export const DEFAULT_LEDGER_FILE = 'quote-batch.db';
-
-export function resolveLedgerPath(cwd: string, flag: string | undefined): string {
-  // The same ledger `run` writes: --ledger, else the config file's defaults.ledger, else ./quote-batch.db.
-  return resolve(cwd, flag ?? loadConfig(undefined, cwd).file.defaults?.ledger ?? DEFAULT_LEDGER_FILE);
-}
 
 /**
  * Opens a ledger read-only (an analyst may read while a run writes; WAL lets both go on).
