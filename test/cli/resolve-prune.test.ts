@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Ledger } from '../../src/ledger/index.js';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
-import { CLI, cliEnv, runCli, type CliResult } from '../helpers/cli.js';
+import { CLI, cliEnv, cliReadableByAll, runCli, type CliResult } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { KEY, MAPPING_CSV, readLedger, SAMPLE_CSV, startTestSandbox } from '../pipeline/_setup.js';
 
@@ -225,7 +225,8 @@ describe('resolve and prune', () => {
   /** Runs the CLI as another user (root: uid 65534) or as this one, for files whose modes say no. */
   function cliAs(uid: number | undefined, args: readonly string[]): Promise<CliResult> {
     return new Promise((resolve) => {
-      const child = spawn(process.execPath, [CLI, ...args], {
+      // Another user may not read this checkout (a private directory): it runs a copy it can read.
+      const child = spawn(process.execPath, [uid === undefined ? CLI : cliReadableByAll(), ...args], {
         cwd: tmp.dir, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'], ...(uid === undefined ? {} : { uid, gid: uid }),
       });
       let stdout = '';

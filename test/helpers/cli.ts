@@ -3,11 +3,38 @@
  * once by vitest's global setup (`test/helpers/global-setup.ts`), never by a test file.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(REPO_ROOT, 'bin', 'quote-batch.js');
+
+let readableCopy: string | undefined;
+
+/**
+ * The CLI in a copy every user can read (mode 0755/0644, under the system's temporary directory), for
+ * a test that runs it as another user: a checkout in a private directory (a `mktemp -d`, /root) is
+ * readable by its owner alone. The copy holds what the bundled CLI loads: its launcher, dist/bundle/,
+ * package.json and better-sqlite3 (the one package it does not bundle). Made once per process.
+ */
+export function cliReadableByAll(): string {
+  if (readableCopy !== undefined) return readableCopy;
+  const root = mkdtempSync(join(tmpdir(), 'quote-batch-cli-'));
+  const copy = (path: string): void => cpSync(join(REPO_ROOT, path), join(root, path), { recursive: true });
+  for (const path of ['package.json', 'bin', join('dist', 'bundle'), join('node_modules', 'bindings'), join('node_modules', 'file-uri-to-path')]) copy(path);
+  for (const path of ['package.json', 'lib', join('build', 'Release', 'better_sqlite3.node')]) copy(join('node_modules', 'better-sqlite3', path));
+  const open = (path: string): void => {
+    const stat = statSync(path);
+    chmodSync(path, stat.isDirectory() ? 0o755 : 0o644);
+    if (stat.isDirectory()) for (const entry of readdirSync(path)) open(join(path, entry));
+  };
+  open(root);
+  process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+  readableCopy = join(root, 'bin', 'quote-batch.js');
+  return readableCopy;
+}
 
 export interface CliResult {
   code: number | null;
@@ -30,6 +57,7 @@ export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.P
   delete env.QUOTE_BATCH_UAT_URL;
   delete env.QUOTE_BATCH_PRODUCTION_URL;
   delete env.QUOTE_BATCH_SANDBOX_URL;
+  delete env.QUOTE_BATCH_LEDGER;
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined) delete env[k];
     else env[k] = v;
