@@ -32,18 +32,52 @@ function sentByOf(row: SentByColumns): SentRowRef | undefined {
   return match === null ? undefined : { job_id: Number(match[1]), row_number: Number(match[2]) };
 }
 
+/** A query the search below asks of its ledger: the candidates of a key, or one row a chain points to. */
+export type SentByQuery =
+  | { query: 'candidates'; key: string; jobId: number; environment: string; operation: string }
+  | { query: 'row'; jobId: number; rowNumber: number; key: string | null };
+
+/** A row of another job with the key that may show the lead sent (`sentByOtherJob` in `_statements.ts`). */
+export type SentByCandidate = SentRow & SentByColumns;
+/** A row a chain points to (`sentByRow`). */
+export type SentByRow = SentByColumns & { state: RowState; error_code: string | null };
+
 /**
  * The earliest row of another job of this environment and operation with key `key` (bounded, as
- * stored) that shows the lead sent: see `Ledger.sentByOtherJob`, which this serves.
+ * stored) that shows the lead sent: see `Ledger.sentByOtherJob`, which this serves. A generator of
+ * the queries it needs, so that one search serves both ledgers: SQLite answers each at once (in the
+ * transaction that marks a row), PostgreSQL over the network ({@link runSentBySearch}).
  */
-export function findSentByOtherJob(stmts: LedgerStatements, jobId: number, environment: string, operation: string, key: string): SentRow | undefined {
-  for (const row of stmts.sentByOtherJob.iterate(key, jobId, environment, operation) as Iterable<SentRow & SentByColumns>) {
+export function* sentByOtherJobSearch(jobId: number, environment: string, operation: string, key: string): Generator<SentByQuery, SentRow | undefined, unknown> {
+  const candidates = (yield { query: 'candidates', key, jobId, environment, operation }) as SentByCandidate[];
+  for (const row of candidates) {
     const found = { job_id: row.job_id, row_number: row.row_number, state: row.state };
     if (row.state !== 'duplicate') return found;
-    const origin = evidenceOf(stmts, row, jobId, key);
+    const origin = yield* evidenceOf(row, jobId, key);
     if (origin !== false) return { ...found, origin: origin ?? { job_id: row.job_id, row_number: row.row_number } };
   }
   return undefined;
+}
+
+/** Runs the search with a ledger's answers, synchronously (SQLite). */
+export function runSentBySearch(search: Generator<SentByQuery, SentRow | undefined, unknown>, answer: (q: SentByQuery) => unknown): SentRow | undefined {
+  let step = search.next();
+  while (step.done !== true) step = search.next(answer(step.value));
+  return step.value;
+}
+
+/** Runs the search with a ledger's answers over the network (PostgreSQL). */
+export async function runSentBySearchAsync(search: Generator<SentByQuery, SentRow | undefined, unknown>, answer: (q: SentByQuery) => Promise<unknown>): Promise<SentRow | undefined> {
+  let step = search.next();
+  while (step.done !== true) step = search.next(await answer(step.value));
+  return step.value;
+}
+
+/** SQLite's answers, from its prepared statements. */
+export function findSentByOtherJob(stmts: LedgerStatements, jobId: number, environment: string, operation: string, key: string): SentRow | undefined {
+  return runSentBySearch(sentByOtherJobSearch(jobId, environment, operation, key), (q) => (q.query === 'candidates'
+    ? stmts.sentByOtherJob.all(q.key, q.jobId, q.environment, q.operation)
+    : stmts.sentByRow.get(q.jobId, q.rowNumber, q.key)));
 }
 
 /**
@@ -54,7 +88,7 @@ export function findSentByOtherJob(stmts: LedgerStatements, jobId: number, envir
  * (what the last one recorded stands). A row of another key at the place pointed to is a job id
  * reused after a prune: the row pointed to was pruned.
  */
-function evidenceOf(stmts: LedgerStatements, duplicate: SentByColumns, askingJobId: number, rowKey: string | null): SentRowRef | null | false {
+function* evidenceOf(duplicate: SentByColumns, askingJobId: number, rowKey: string | null): Generator<SentByQuery, SentRowRef | null | false, unknown> {
   let next = duplicate;
   const seen = new Set<string>();
   for (let hops = 0; hops < MAX_SENT_BY_HOPS; hops += 1) {
@@ -64,7 +98,7 @@ function evidenceOf(stmts: LedgerStatements, duplicate: SentByColumns, askingJob
     const at = `${ref.job_id}:${ref.row_number}`;
     if (ref.job_id === askingJobId || seen.has(at)) return false;
     seen.add(at);
-    const origin = stmts.sentByRow.get(ref.job_id, ref.row_number, rowKey) as (SentByColumns & { state: RowState; error_code: string | null }) | undefined;
+    const origin = (yield { query: 'row', jobId: ref.job_id, rowNumber: ref.row_number, key: rowKey }) as SentByRow | undefined;
     // Gone with a pruned job: what it recorded stands.
     if (origin === undefined) return null;
     if (origin.state === 'succeeded' || origin.state === 'in_doubt' || origin.state === 'in_flight') return ref;

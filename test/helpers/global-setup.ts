@@ -10,6 +10,14 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { REPO_ROOT } from './cli.js';
+import { startPostgres } from './postgres.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The PostgreSQL server the tests use: a superuser's connection string (see `test/helpers/postgres.ts`). */
+    postgresUrl: string;
+  }
+}
 
 /** The last outputs of each step: tsc's, then the bundle's. */
 const OUTPUTS = [join(REPO_ROOT, 'dist', 'cli.js'), join(REPO_ROOT, 'dist', 'bundle', 'cli.js')];
@@ -46,7 +54,14 @@ function buildIfStale(): void {
   }
 }
 
-export default function setup(project: TestProject): void {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   buildIfStale();
   project.onTestsRerun(() => buildIfStale());
+  // A PostgreSQL server for the ledger's tests: the one named, else one of our own (a few seconds).
+  const named = process.env.QUOTE_BATCH_TEST_POSTGRES;
+  const server = named === undefined || named === '' ? await startPostgres() : undefined;
+  project.provide('postgresUrl', server?.url() ?? (named as string));
+  return async () => {
+    await server?.destroy();
+  };
 }

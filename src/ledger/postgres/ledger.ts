@@ -1,0 +1,426 @@
+/**
+ * The PostgreSQL ledger: the SQLite ledger's tables and meanings in a database that several hosts
+ * share (docs/ledger.md, "PostgreSQL"). A job is worked by every `run` started on it: each is a
+ * worker (a row of `runs`) with a lease it renews; rows are claimed in chunks (`claims.ts`), and
+ * every write to a row is fenced by its claim. Nothing here holds a transaction open across a call
+ * to the partner: the pipeline awaits the network, then records.
+ */
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import { QuoteBatchError } from '../../errors.js';
+import type { AttemptRecord } from '../../partner/types.js';
+import { runSentBySearchAsync, sentByOtherJobSearch, type SentByQuery } from '../_sent-by.js';
+import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from '../limits.js';
+import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from '../schema.js';
+import type {
+  AgentRecord, JobIdentity, JobRecord, RejectedRow, RowChange, RowWrite, RowWriteResult, RunRecord, RunSample, SentRow,
+} from '../types.js';
+import { claimFrontierChunk, claimOpenChunk, fence, insertAttempts, insertRows, type ClaimedChunk, type IntakeLookups, type IntakeResult } from './claims.js';
+import { openPool, parsePgTarget, pgFault, PgDb, type PgTarget } from './db.js';
+import { migrate } from './migrate.js';
+
+const now = (): string => new Date().toISOString();
+
+/** A write of a worker: to a row of a chunk it claimed, fenced by that claim. */
+export type FencedRowWrite = RowWrite & { claimId: number };
+
+export class PgLedger {
+  readonly backend = 'postgres' as const;
+  /** The ledger as it may be shown: the connection string without its password. */
+  readonly path: string;
+  readonly sql: PgDb;
+  readonly #pool: pg.Pool;
+  readonly #target: PgTarget;
+
+  private constructor(target: PgTarget, pool: pg.Pool) {
+    this.#target = target;
+    this.#pool = pool;
+    this.path = target.display;
+    this.sql = new PgDb(pool, target);
+  }
+
+  /** Connects and (unless `readonly`) creates or migrates the schema. */
+  static async open(connectionString: string, options: { readonly?: boolean; poolSize?: number } = {}): Promise<PgLedger> {
+    const target = parsePgTarget(connectionString);
+    const pool = openPool(target, { max: options.poolSize ?? 4 });
+    const ledger = new PgLedger(target, pool);
+    try {
+      await ledger.#withClient((client) => migrate(client, target, { readonly: options.readonly === true }));
+    } catch (error) {
+      await pool.end().catch(() => {});
+      throw pgFault(error, target);
+    }
+    return ledger;
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.end().catch(() => {});
+  }
+
+  async #withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw pgFault(error, this.#target);
+    }
+    try {
+      return await fn(client);
+    } catch (error) {
+      throw pgFault(error, this.#target);
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Runs `fn` in one transaction (rolled back when it throws). */
+  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.#withClient(async (client) => {
+      await client.query('BEGIN');
+      try {
+        const result = await fn(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      }
+    });
+  }
+
+  async #query<T extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<T[]> {
+    try {
+      return (await this.#pool.query<T>(sql, params)).rows;
+    } catch (error) {
+      throw pgFault(error, this.#target);
+    }
+  }
+
+  // --- jobs -------------------------------------------------------------------------------
+
+  async latestJobOf(identity: JobIdentity): Promise<JobRecord | undefined> {
+    return (await this.#query<JobRecord>(
+      `SELECT * FROM jobs WHERE input_sha256 = $1 AND mapping_sha256 = $2 AND environment = $3 AND operation = $4 ORDER BY id DESC LIMIT 1`,
+      [identity.inputSha256, identity.mappingSha256, identity.environment, identity.operation],
+    ))[0];
+  }
+
+  async getJob(id: number): Promise<JobRecord | undefined> {
+    return (await this.#query<JobRecord>('SELECT * FROM jobs WHERE id = $1', [id]))[0];
+  }
+
+  /**
+   * The newest job of this identity, unless it is completed, or a new one: several workers started
+   * at once on the same file all find the same job (an advisory lock on the identity orders them).
+   * `fresh`: a new job whatever there is (`--fresh`).
+   */
+  async joinOrCreateJob(
+    job: Omit<JobRecord, 'id' | 'status' | 'total_rows' | 'created_at' | 'finished_at' | 'resume_row' | 'resume_offset' | 'resume_line' | 'input_reader'>,
+    inputReader: number,
+    fresh: boolean,
+  ): Promise<{ job: JobRecord; created: boolean }> {
+    return this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`quote-batch:${job.input_sha256}:${job.mapping_sha256}:${job.environment}:${job.operation}`]);
+      if (!fresh) {
+        const found = (await client.query<JobRecord>(
+          `SELECT * FROM jobs WHERE input_sha256 = $1 AND mapping_sha256 = $2 AND environment = $3 AND operation = $4 ORDER BY id DESC LIMIT 1`,
+          [job.input_sha256, job.mapping_sha256, job.environment, job.operation],
+        )).rows[0];
+        if (found !== undefined && found.status !== 'completed') return { job: found, created: false };
+      }
+      const created = (await client.query<JobRecord>(
+        `INSERT INTO jobs (input_path, input_sha256, input_format, mapping_path, mapping_sha256, environment, operation, base_url, status, created_at, input_reader)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10) RETURNING *`,
+        [job.input_path, job.input_sha256, job.input_format, job.mapping_path, job.mapping_sha256, job.environment, job.operation, job.base_url, now(), inputReader],
+      )).rows[0] as JobRecord;
+      return { job: created, created: true };
+    });
+  }
+
+  async setJobStatus(jobId: number, status: JobStatus): Promise<void> {
+    await this.#query('UPDATE jobs SET status = $1, finished_at = $2 WHERE id = $3', [status, status === 'completed' ? now() : null, jobId]);
+  }
+
+  // --- workers ----------------------------------------------------------------------------
+
+  /**
+   * Starts a worker (a run) of `jobId` with a lease of `leaseMs`: runs of the job whose lease ran out
+   * are `crashed` (their rows are settled when their chunks are taken over). Returns the run and how
+   * many workers of the job are live, this one included.
+   */
+  async startWorker(jobId: number, optionsJson: string, toolVersion: string, leaseMs: number): Promise<{ run: RunRecord; crashedRuns: number; workers: number }> {
+    return this.transaction(async (client) => {
+      const at = now();
+      const crashed = await client.query(
+        `UPDATE runs SET status = 'crashed', finished_at = COALESCE(heartbeat_at, $2) WHERE job_id = $1 AND status = 'running' AND (lease_until IS NULL OR lease_until < now())`,
+        [jobId, at],
+      );
+      const run = (await client.query<RunRecord>(
+        `INSERT INTO runs (job_id, started_at, status, options_json, tool_version, pid, hostname, heartbeat_at, lease_until)
+         VALUES ($1, $2, 'running', $3, $4, $5, $6, $2, now() + $7 * interval '1 millisecond') RETURNING *`,
+        [jobId, at, optionsJson, toolVersion, process.pid, hostname(), leaseMs],
+      )).rows[0] as RunRecord;
+      await client.query(`UPDATE jobs SET status = 'running', finished_at = NULL WHERE id = $1`, [jobId]);
+      const live = await client.query<{ n: number }>(`SELECT COUNT(*) AS n FROM runs WHERE job_id = $1 AND status = 'running' AND lease_until > now()`, [jobId]);
+      return { run, crashedRuns: crashed.rowCount ?? 0, workers: live.rows[0]?.n ?? 1 };
+    });
+  }
+
+  /**
+   * Renews this worker's lease for `leaseMs` more, by the database's clock; false when it is lost
+   * (the run was found dead and taken over meanwhile). Also its heartbeat, for `report`.
+   */
+  async renewLease(runId: number, leaseMs: number): Promise<{ renewed: boolean; workers: number }> {
+    const rows = await this.#query<{ workers: number }>(
+      `UPDATE runs SET lease_until = now() + $2 * interval '1 millisecond', heartbeat_at = $3 WHERE id = $1 AND status = 'running'
+       RETURNING (SELECT COUNT(*) FROM runs o WHERE o.job_id = runs.job_id AND o.status = 'running' AND o.lease_until > now()) AS workers`,
+      [runId, leaseMs, now()],
+    );
+    return { renewed: rows.length === 1, workers: rows[0]?.workers ?? 0 };
+  }
+
+  /** Records how this worker's run ended; its claims are let go at once (another worker may take its chunks). */
+  async finishRun(runId: number, status: RunStatus, endReason: string | null = null, retryAfter: Date | null = null): Promise<void> {
+    await this.transaction(async (client) => {
+      await client.query('UPDATE runs SET status = $1, finished_at = $2, end_reason = $3, retry_after_at = $4, lease_until = NULL WHERE id = $5',
+        [status, now(), boundText(endReason), retryAfter?.toISOString() ?? null, runId]);
+      await client.query('UPDATE chunks SET claim_id = NULL, run_id = NULL WHERE run_id = $1 AND NOT done', [runId]);
+    });
+  }
+
+  /** Live workers of the job other than `runId`. */
+  async otherWorkers(jobId: number, runId: number): Promise<number> {
+    const rows = await this.#query<{ n: number }>(`SELECT COUNT(*) AS n FROM runs WHERE job_id = $1 AND id <> $2 AND status = 'running' AND lease_until > now()`, [jobId, runId]);
+    return rows[0]?.n ?? 0;
+  }
+
+  async runsOf(jobId: number): Promise<RunRecord[]> {
+    return this.#query<RunRecord>('SELECT * FROM runs WHERE job_id = $1 ORDER BY id', [jobId]);
+  }
+
+  // --- chunks -----------------------------------------------------------------------------
+
+  /**
+   * The next chunk for this worker: one nobody holds (or whose worker's lease ran out), else the next
+   * one read from the input's frontier by `read`; null when the job has no chunk left to claim.
+   */
+  async claimChunk(
+    jobId: number, runId: number, operation: string, stopped: RowChange,
+    read: (frontier: { rowNumber: number; offset: number; line: number }, lookups: IntakeLookups) => Promise<IntakeResult>,
+  ): Promise<ClaimedChunk | null> {
+    const open = await this.transaction((client) => claimOpenChunk(client, jobId, runId, operation, stopped, now()));
+    if (open !== null) return open;
+    const fresh = await this.transaction((client) => claimFrontierChunk(client, jobId, runId, read, now()));
+    return fresh === 'exhausted' ? null : fresh;
+  }
+
+  /** The chunk is done: every row of it reached a state this worker leaves (fenced by its claim). */
+  async finishChunk(jobId: number, chunkNo: number, claimId: number): Promise<boolean> {
+    const rows = await this.#query('UPDATE chunks SET done = true WHERE job_id = $1 AND chunk_no = $2 AND claim_id = $3 RETURNING chunk_no', [jobId, chunkNo, claimId]);
+    return rows.length === 1;
+  }
+
+  /** Chunks of the job not done, and of those, held by a live worker. */
+  async openChunks(jobId: number): Promise<{ open: number; held: number }> {
+    const rows = await this.#query<{ open: number; held: number }>(
+      `SELECT COUNT(*) AS open, COUNT(*) FILTER (WHERE u.lease_until > now() AND u.status = 'running') AS held
+         FROM chunks c LEFT JOIN runs u ON u.id = c.run_id WHERE c.job_id = $1 AND NOT c.done`,
+      [jobId],
+    );
+    return rows[0] ?? { open: 0, held: 0 };
+  }
+
+  /**
+   * Chunks done that still have rows a new round would send (`states`): open again, so that a run of
+   * a job no worker is working resumes them. Only when no other worker of the job is live.
+   */
+  async reopenChunks(jobId: number, runId: number, states: readonly RowState[]): Promise<number> {
+    if (states.length === 0) return 0;
+    return this.transaction(async (client) => {
+      await client.query('SELECT id FROM jobs WHERE id = $1 FOR UPDATE', [jobId]);
+      const others = await client.query(`SELECT 1 FROM runs WHERE job_id = $1 AND id <> $2 AND status = 'running' AND lease_until > now() LIMIT 1`, [jobId, runId]);
+      if (others.rows.length > 0) return 0;
+      const reopened = await client.query(
+        `UPDATE chunks c SET done = false, claim_id = NULL, run_id = NULL WHERE c.job_id = $1 AND c.done
+           AND EXISTS (SELECT 1 FROM rows r WHERE r.job_id = c.job_id AND r.row_number BETWEEN c.first_row AND c.last_row AND r.state = ANY($2::text[]))`,
+        [jobId, states],
+      );
+      return reopened.rowCount ?? 0;
+    });
+  }
+
+  // --- rows -------------------------------------------------------------------------------
+
+  /**
+   * Commits a turn of a worker's writes in one transaction. Each is fenced by its row's claim: a
+   * write whose claim was lost changes nothing and says so (`lost`); a mark that is lost means the
+   * request must not leave.
+   */
+  async commitRowWrites(jobId: number, runId: number, writes: readonly FencedRowWrite[]): Promise<(RowWriteResult & { lost?: boolean })[]> {
+    return this.transaction(async (client) => {
+      const at = now();
+      const results: (RowWriteResult & { lost?: boolean })[] = [];
+      for (const write of writes) {
+        switch (write.kind) {
+          case 'mark': {
+            const marked = await client.query(
+              `UPDATE rows SET state = 'in_flight', agent_id = COALESCE($3, agent_id), request_json = $4, request_sha256 = $5, updated_at = $6
+                WHERE job_id = $1 AND row_number = $2 AND ${fence('$7')}`,
+              [jobId, write.rowNumber, boundText(write.agentId, MAX_STORED_ID_CHARS), boundJson(write.requestJson), write.requestSha256, at, write.claimId],
+            );
+            if (marked.rowCount !== 1) {
+              results.push({ lost: true });
+              break;
+            }
+            const { lookup } = write;
+            const sent = lookup === undefined ? undefined : await this.#sentByOtherJob(client, jobId, lookup.environment, lookup.operation, lookup.rowKey);
+            if (sent !== undefined && lookup !== undefined) {
+              await this.#applyOutcome(client, jobId, runId, write.rowNumber, write.claimId, lookup.sentBy(sent), [], at);
+              results.push({ sent });
+            } else {
+              results.push({});
+            }
+            break;
+          }
+          case 'outcome':
+            results.push((await this.#applyOutcome(client, jobId, runId, write.rowNumber, write.claimId, write.change, write.attempts, at)) ? {} : { lost: true });
+            break;
+          case 'put_back': {
+            const put = await client.query(
+              `UPDATE rows SET state = $3, attempts = attempts + $4, updated_at = $5 WHERE job_id = $1 AND row_number = $2 AND ${fence('$6')}`,
+              [jobId, write.rowNumber, write.change.state, write.attempts.length, at, write.claimId],
+            );
+            if (put.rowCount === 1) await insertAttempts(client, jobId, runId, write.rowNumber, write.attempts, null);
+            results.push(put.rowCount === 1 ? {} : { lost: true });
+            break;
+          }
+        }
+      }
+      return results;
+    });
+  }
+
+  async #applyOutcome(client: pg.PoolClient, jobId: number, runId: number, rowNumber: number, claimId: number, change: RowChange, attempts: readonly AttemptRecord[], at: string): Promise<boolean> {
+    const updated = await client.query(
+      `UPDATE rows SET state = $3, agent_id = COALESCE($4, agent_id), attempts = attempts + $5, http_status = $6, error_code = $7, error_message = $8,
+         transaction_id = $9, quote_number = $10, total_premium = $11, input_issues_json = COALESCE($12, input_issues_json),
+         request_json = COALESCE($13, request_json), response_json = $14, updated_at = $15, sent_by_job = $16, sent_by_row = $17
+       WHERE job_id = $1 AND row_number = $2 AND ${fence('$18')}`,
+      [
+        jobId, rowNumber, change.state, boundText(change.agentId ?? null, MAX_STORED_ID_CHARS), attempts.length, change.httpStatus ?? null,
+        boundText(change.errorCode ?? null, MAX_STORED_ID_CHARS), boundText(change.errorMessage ?? null),
+        boundText(change.transactionId ?? null, MAX_STORED_ID_CHARS), boundText(change.quoteNumber ?? null, MAX_STORED_ID_CHARS), change.totalPremium ?? null,
+        boundJson(change.inputIssuesJson ?? null), boundJson(change.requestJson ?? null), boundJson(change.responseJson ?? null), at,
+        change.sentBy?.job_id ?? null, change.sentBy?.row_number ?? null, claimId,
+      ],
+    );
+    if (updated.rowCount !== 1) return false;
+    await insertAttempts(client, jobId, runId, rowNumber, attempts, null);
+    return true;
+  }
+
+  async recordAttempts(jobId: number, runId: number, rowNumber: number | null, attempts: readonly AttemptRecord[], agentEmail: string | null): Promise<void> {
+    await this.#withClient((client) => insertAttempts(client, jobId, runId, rowNumber, attempts, agentEmail));
+  }
+
+  async insertRows(jobId: number, rows: Parameters<typeof insertRows>[2]): Promise<void> {
+    await this.#withClient((client) => insertRows(client, jobId, rows, null, now()));
+  }
+
+  async countsByState(jobId: number): Promise<Record<RowState, number>> {
+    const counts = Object.fromEntries(ROW_STATES.map((s) => [s, 0])) as Record<RowState, number>;
+    for (const row of await this.#query<{ state: RowState; n: number }>('SELECT state, COUNT(*) AS n FROM rows WHERE job_id = $1 GROUP BY state', [jobId])) {
+      counts[row.state] = row.n;
+    }
+    return counts;
+  }
+
+  async #sentByOtherJob(client: Pick<pg.PoolClient, 'query'>, jobId: number, environment: string, operation: string, rowKey: string): Promise<SentRow | undefined> {
+    const answer = async (q: SentByQuery): Promise<unknown> => (q.query === 'candidates'
+      ? (await client.query(
+        `SELECT r.job_id, r.row_number, r.state, r.error_message, r.sent_by_job, r.sent_by_row FROM rows r JOIN jobs j ON j.id = r.job_id
+          WHERE r.row_key = $1 AND r.job_id <> $2 AND j.environment = $3 AND j.operation = $4 AND r.row_key <> 'row-' || r.row_number
+            AND (r.state IN ('succeeded', 'in_doubt', 'in_flight') OR (r.state = 'duplicate' AND r.error_code = 'sent_by_other_job'))
+          ORDER BY r.job_id`, [q.key, q.jobId, q.environment, q.operation])).rows
+      : (await client.query(
+        'SELECT state, error_code, error_message, sent_by_job, sent_by_row FROM rows WHERE job_id = $1 AND row_number = $2 AND row_key IS NOT DISTINCT FROM $3',
+        [q.jobId, q.rowNumber, q.key])).rows[0]);
+    return runSentBySearchAsync(sentByOtherJobSearch(jobId, environment, operation, boundKey(rowKey) ?? rowKey), answer);
+  }
+
+  /** See the SQLite ledger's `sentByOtherJob`. */
+  async sentByOtherJob(jobId: number, environment: string, operation: string, rowKey: string): Promise<SentRow | undefined> {
+    return this.#withClient((client) => this.#sentByOtherJob(client, jobId, environment, operation, rowKey));
+  }
+
+  async hasOtherJob(jobId: number, environment: string, operation: string): Promise<boolean> {
+    return (await this.#query('SELECT 1 FROM jobs WHERE environment = $1 AND operation = $2 AND id <> $3 LIMIT 1', [environment, operation, jobId])).length > 0;
+  }
+
+  async rejectedByOtherJob(jobId: number, environment: string, operation: string, rowKey: string, requestSha256: string): Promise<RejectedRow | undefined> {
+    return (await this.#query<RejectedRow>(
+      `SELECT r.job_id, r.row_number, r.http_status, r.error_code, r.error_message FROM rows r JOIN jobs j ON j.id = r.job_id
+        WHERE r.row_key = $1 AND r.job_id <> $2 AND r.state = 'rejected' AND r.request_sha256 = $3 AND j.environment = $4 AND j.operation = $5
+        ORDER BY r.job_id DESC LIMIT 1`,
+      [boundKey(rowKey), jobId, requestSha256, environment, operation],
+    ))[0];
+  }
+
+  // --- the partner's limit, shared ----------------------------------------------------------
+
+  /** Pauses every worker of the job until `until` (a Retry-After), unless a later pause stands. */
+  async pauseJob(jobId: number, until: Date): Promise<void> {
+    await this.#query('UPDATE jobs SET paused_until = GREATEST(COALESCE(paused_until, $2::timestamptz), $2::timestamptz) WHERE id = $1', [jobId, until.toISOString()]);
+  }
+
+  /** What the workers of the job share: a pause still to come, and the limiter state last published. */
+  async sharedLimit(jobId: number): Promise<{ pausedUntil: Date | null; stateJson: string | null }> {
+    const rows = await this.#query<{ paused_until: Date | null; state_json: string | null }>(
+      `SELECT CASE WHEN j.paused_until > now() THEN j.paused_until END AS paused_until, l.state_json
+         FROM jobs j LEFT JOIN partner_limits l ON l.job_id = j.id WHERE j.id = $1`,
+      [jobId],
+    );
+    const row = rows[0];
+    return { pausedUntil: row?.paused_until ?? null, stateJson: row?.state_json ?? null };
+  }
+
+  async publishLimit(jobId: number, stateJson: string): Promise<void> {
+    await this.#query(
+      `INSERT INTO partner_limits (job_id, state_json, updated_at) VALUES ($1, $2, now())
+       ON CONFLICT (job_id) DO UPDATE SET state_json = excluded.state_json, updated_at = excluded.updated_at`,
+      [jobId, stateJson],
+    );
+  }
+
+  // --- samples and agents -----------------------------------------------------------------
+
+  async recordRunSample(runId: number, sample: RunSample): Promise<void> {
+    await this.#query(
+      `INSERT INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors, rows_done, latency_p50_ms, pace_rate, in_flight_max, submits_answered)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       ON CONFLICT (run_id, elapsed_ms) DO UPDATE SET at = excluded.at, concurrency_limit = excluded.concurrency_limit, in_flight = excluded.in_flight,
+         attempts = excluded.attempts, throttled = excluded.throttled, errors = excluded.errors, rows_done = excluded.rows_done,
+         latency_p50_ms = excluded.latency_p50_ms, pace_rate = excluded.pace_rate, in_flight_max = excluded.in_flight_max, submits_answered = excluded.submits_answered`,
+      [runId, Math.round(sample.elapsedMs), now(), sample.concurrencyLimit, sample.inFlight, sample.attempts, sample.throttled, sample.errors,
+        sample.rowsDone, sample.latencyP50Ms, sample.paceRate ?? null, sample.inFlightMax ?? null, sample.submitsAnswered ?? null],
+    );
+  }
+
+  async getAgent(environment: string, email: string): Promise<AgentRecord | undefined> {
+    return (await this.#query<AgentRecord>('SELECT * FROM agents WHERE environment = $1 AND email = $2', [environment, boundKey(email)]))[0];
+  }
+
+  async upsertAgent(agent: AgentRecord): Promise<void> {
+    await this.#query(
+      `INSERT INTO agents (environment, email, is_valid, agent_id, message, checked_at, job_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (environment, email) DO UPDATE SET is_valid = excluded.is_valid, agent_id = excluded.agent_id,
+         message = excluded.message, checked_at = excluded.checked_at, job_id = excluded.job_id`,
+      [agent.environment, boundKey(agent.email), agent.is_valid, boundText(agent.agent_id, MAX_STORED_ID_CHARS), boundText(agent.message), agent.checked_at, agent.job_id],
+    );
+  }
+
+  /** For tests and tools: the pool's error, as the ledger reports it. */
+  fault(error: unknown): QuoteBatchError {
+    return pgFault(error, this.#target);
+  }
+}
