@@ -7,7 +7,7 @@
  */
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import { QuoteBatchError } from '../../errors.js';
+import type { QuoteBatchError } from '../../errors.js';
 import type { AttemptRecord } from '../../partner/types.js';
 import { runSentBySearchAsync, sentByOtherJobSearch, type SentByQuery } from '../_sent-by.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from '../limits.js';
