@@ -1,5 +1,5 @@
 export { Ledger, now } from './ledger.js';
-export type { AgentRecord, JobIdentity, JobRecord, MarkLookup, NewRow, ResumePoint, RejectedRow, RowChange, RowOutcome, RowWrite, RowWriteResult, RunRecord, RunSample, SentRow, SentRowRef } from './types.js';
+export type { AgentRecord, Awaitable, JobIdentity, JobRecord, MarkLookup, NewRow, ResumePoint, RejectedRow, RowChange, RowOutcome, RowWrite, RowWriteResult, RunLedger, RunRecord, RunSample, SentRow, SentRowRef } from './types.js';
 export { countUnfinished, FINAL_STATES, INPUT_READER, inputReadingOf, JOB_STATUSES, ROW_STATES, RUN_STATUSES, SCHEMA_VERSION, STOPPED_IN_FLIGHT } from './schema.js';
 export type { JobStatus, RowState, RunStatus } from './schema.js';
 export { jobLockPath } from './_job-lock.js';

@@ -17,13 +17,13 @@ import { findSentByOtherJob } from './_sent-by.js';
 import { prepareStatements, type LedgerStatements } from './_statements.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from './limits.js';
 import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from './schema.js';
-import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowChange, RowOutcome, RowWrite, RowWriteResult, RunRecord, RunSample, SentRow } from './types.js';
+import type { AgentRecord, JobIdentity, JobRecord, NewRow, ResumePoint, RejectedRow, RowChange, RowOutcome, RowWrite, RowWriteResult, RunLedger, RunRecord, RunSample, SentRow } from './types.js';
 
 export const now = (): string => new Date().toISOString();
 
 /** The time stamps compared come from two clocks (file system, process): allow this much. */
 const CLOCK_SLACK_MS = 1000;
-export class Ledger {
+export class Ledger implements RunLedger {
   readonly path: string;
   readonly db: Database.Database;
   private readonly stmts: LedgerStatements;

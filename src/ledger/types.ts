@@ -184,3 +184,23 @@ export interface MarkLookup {
   rowKey: string;
   sentBy: (sent: SentRow) => RowChange;
 }
+
+/** A value now (the SQLite ledger answers at once) or later (PostgreSQL answers over the network). */
+export type Awaitable<T> = T | Promise<T>;
+
+/**
+ * What a run needs of a ledger while it sends rows, whichever ledger it is: the SQLite `Ledger`
+ * answers at once, the PostgreSQL `PgLedger` later; the pipeline awaits both alike.
+ */
+export interface RunLedger {
+  /** The ledger as it may be shown (a file's path, or a connection string without its password). */
+  readonly path: string;
+  countsByState(jobId: number): Awaitable<Record<RowState, number>>;
+  getAgent(environment: string, email: string): Awaitable<AgentRecord | undefined>;
+  upsertAgent(agent: AgentRecord): Awaitable<void>;
+  recordAttempts(jobId: number, runId: number, rowNumber: number | null, attempts: readonly AttemptRecord[], agentEmail: string | null): Awaitable<void>;
+  recordRunSample(runId: number, sample: RunSample): Awaitable<void>;
+  sentByOtherJob(jobId: number, environment: string, operation: string, rowKey: string): Awaitable<SentRow | undefined>;
+  hasOtherJob(jobId: number, environment: string, operation: string): Awaitable<boolean>;
+  rejectedByOtherJob(jobId: number, environment: string, operation: string, rowKey: string, requestSha256: string): Awaitable<RejectedRow | undefined>;
+}

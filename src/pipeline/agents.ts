@@ -4,7 +4,7 @@
  * is a result (README, agent validation): HTTP 200, `status` success, `data.is_valid` a boolean. Anything else is
  * a transient failure of that call — retried by the client, never stored as "not valid".
  */
-import type { Ledger } from '../ledger/index.js';
+import type { RunLedger } from '../ledger/index.js';
 import { now } from '../ledger/index.js';
 import { readValidation, type CallOptions, type PartnerClient } from '../partner/index.js';
 import type { Environment } from '../partner/types.js';
@@ -29,7 +29,7 @@ export class AgentResolver {
 
   constructor(
     private readonly client: PartnerClient,
-    private readonly ledger: Ledger,
+    private readonly ledger: RunLedger,
     private readonly environment: Environment,
     private readonly jobId: number,
     private readonly runId: number,
@@ -53,7 +53,7 @@ export class AgentResolver {
   }
 
   private async lookup(email: string, rowNumber: number): Promise<AgentResult> {
-    const known = this.ledger.getAgent(this.environment, email);
+    const known = await this.ledger.getAgent(this.environment, email);
     if (known !== undefined && known.job_id === this.jobId) {
       return known.is_valid === 1
         ? { kind: 'valid', agentId: known.agent_id ?? undefined }
@@ -61,7 +61,7 @@ export class AgentResolver {
     }
     this.calls += 1;
     const outcome = await this.client.validateAgent(email, this.callOptions);
-    if (outcome.attempts.length > 0) this.ledger.recordAttempts(this.jobId, this.runId, rowNumber, outcome.attempts, email);
+    if (outcome.attempts.length > 0) await this.ledger.recordAttempts(this.jobId, this.runId, rowNumber, outcome.attempts, email);
     switch (outcome.kind) {
       case 'ok': {
         const result = readValidation(outcome.body);
@@ -69,7 +69,7 @@ export class AgentResolver {
           // The classifier calls a 2xx `ok` only when readable: this is a guard, not a path.
           return { kind: 'failed', message: `agent validation: unreadable answer (${outcome.message})`, httpStatus: outcome.httpStatus, errorCode: 'unreadable_answer' };
         }
-        this.ledger.upsertAgent({
+        await this.ledger.upsertAgent({
           environment: this.environment,
           email,
           is_valid: result.isValid ? 1 : 0,

@@ -1,29 +1,30 @@
 /**
- * One run of a job: reads the input, records each row, and sends the rows that need sending through
- * the dispatcher to the partner client, recording every outcome (README, "Outcomes, resume and the ledger"). It stops sending on
- * the user's stop (Ctrl-C, SIGTERM, `--max-runtime`) and when the client halts (a key or endpoint
- * the partner refuses, a `Retry-After` too long, an outage past `--max-outage`).
+ * One run of a job: takes the rows to send from its intake (read, mapped and recorded there), sends
+ * them through the dispatcher to the partner client, and records every outcome (README, "Outcomes,
+ * resume and the ledger"). It stops sending on the user's stop (Ctrl-C, SIGTERM, `--max-runtime`)
+ * and when the client halts (a key or endpoint the partner refuses, a `Retry-After` too long, an
+ * outage past `--max-outage`).
  */
 import type { StoreRequests } from '../config/index.js';
-import type { InputReader } from '../input/index.js';
-import { countUnfinished, FINAL_STATES, type JobRecord, type Ledger, type ResumePoint, type RowState } from '../ledger/index.js';
+import { countUnfinished, type JobRecord, type RowState, type RunLedger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
-import { formatRowIssue, type CompiledMapping, type MappedRow } from '../mapping/index.js';
+import type { CompiledMapping, MappedRow } from '../mapping/index.js';
 import type { HaltKind, PartnerClient, SendDecision } from '../partner/index.js';
 import type { AttemptRecord, Environment, Operation } from '../partner/types.js';
 import { AgentResolver } from './agents.js';
 import { Dispatcher } from './dispatcher.js';
-import { maskIssue, serializeRequest } from './mask.js';
-import { OtherJobs } from './other-jobs.js';
-import { RowBook } from './row-book.js';
-import { decide, sendsAgain, serializeForSend, type RowDecision } from './row-state.js';
+import type { Intake } from './intake.js';
+import { serializeRequest } from './mask.js';
+import type { OtherJobs } from './other-jobs.js';
+import type { RowWriter } from './row-book.js';
+import { decide, serializeForSend, type RowDecision } from './row-state.js';
 
 /** Row tasks per request allowed in flight (see the dispatcher). */
 const TASKS_PER_SLOT = 4;
 
 export interface JobRunnerOptions {
   mapping: CompiledMapping;
-  ledger: Ledger;
+  ledger: RunLedger;
   environment: Environment;
   operation: Operation;
   concurrency: number;
@@ -62,34 +63,26 @@ export interface ProgressSnapshot {
 export type RunEnd = 'completed' | 'unfinished' | 'interrupted' | 'halted';
 
 export class JobRunner {
-  readonly book: RowBook;
+  readonly book: RowWriter;
   readonly #agents: AgentResolver;
   /** Aborted on a halt or the user's stop: no new request leaves. */
   readonly #halt = new AbortController();
   #haltReason: string | null = null;
   /** The client's kind of halt when the client halted the run (null for a stop of ours). */
   #haltKind: HaltKind | null = null;
-  rowsSkipped: number;
-  stoppedByLimit = false;
-  readonly #otherJobs: OtherJobs;
-  #rowsRead: number;
-  #lastRead: ResumePoint | undefined;
-  #totalRows: number | null;
   readonly #startedAt = Date.now();
+  /** A ledger that failed under a timer (heartbeat, checkpoint, lease): the run ends with it. */
+  #timerError: { error: unknown } | undefined;
 
   constructor(
     private readonly options: JobRunnerOptions,
-    private readonly reader: InputReader,
+    private readonly intake: Intake,
+    private readonly otherJobs: OtherJobs,
     private readonly job: JobRecord,
     private readonly runId: number,
     private readonly client: PartnerClient,
-    start: ResumePoint | undefined,
   ) {
-    this.#rowsRead = start === undefined ? 0 : start.rowNumber - 1;
-    this.rowsSkipped = this.#rowsRead;
-    this.#totalRows = job.total_rows;
-    this.book = new RowBook(options.ledger, job.id, runId, start);
-    this.#otherJobs = new OtherJobs(options.ledger, job.id, options.environment, options.operation, options.resendSent === true, options.logger);
+    this.book = intake.book;
     const warnedAgents = new Set<string>();
     this.#agents = new AgentResolver(client, options.ledger, options.environment, job.id, runId, { signal: this.#halt.signal }, (email) => {
       if (warnedAgents.has(email)) return;
@@ -106,112 +99,75 @@ export class JobRunner {
     return this.#haltReason;
   }
 
+  get rowsSkipped(): number {
+    return this.intake.progress().rowsSkipped;
+  }
+
+  get stoppedByLimit(): boolean {
+    return this.intake.stoppedByLimit;
+  }
+
+  /** Stops the run with an error a timer met (the ledger failing under a heartbeat, a checkpoint or a lease). */
+  private readonly failFromTimer = (error: unknown): void => {
+    this.#timerError ??= { error };
+    this.#stopAll('internal error');
+  };
+
+  /** Stops the run for a reason of the ledger's (a lost lease): no new request leaves. */
+  halt(reason: string): void {
+    this.#stopAll(reason);
+  }
+
   async run(): Promise<{ end: RunEnd; haltReason: string | null; haltKind: HaltKind | null; rowsRead: number }> {
-    const { options, book } = this;
+    const { options, intake } = this;
     const onStop = (): void => this.#stopAll(typeof options.stop.reason === 'string' ? options.stop.reason : 'interrupted by the user');
     if (options.stop.aborted) onStop();
     options.stop.addEventListener('abort', onStop, { once: true });
-    // A ledger that fails under a timer must stop the run as an internal error, not crash it.
-    let timerError: { error: unknown } | undefined;
-    const guarded = (work: () => void) => (): void => {
-      try {
-        work();
-      } catch (error) {
-        timerError ??= { error };
-        this.#stopAll('internal error');
-      }
-    };
-    const heartbeat = setInterval(guarded(() => options.ledger.heartbeat(this.runId)), 10_000);
-    const checkpoint = setInterval(guarded(() => book.saveResumePoint(this.#lastRead)), 2_000);
-    checkpoint.unref();
-    heartbeat.unref();
 
     // More row tasks than requests in flight: a row waiting out a back-off or a Retry-After holds a
     // task, not a slot of the client's limiter, which alone bounds the requests in flight.
     // No queue beyond the tasks: the tasks waiting for a slot are buffer enough, and a row read
     // far ahead lives through young-generation GCs, each of which copies it (then promotes it).
     const dispatcher = new Dispatcher({ concurrency: options.concurrency * TASKS_PER_SLOT, readAhead: 1 });
-    let readToEnd = true;
+    intake.start(this.failFromTimer);
     try {
-      for await (const item of this.reader) {
-        if (this.#halt.signal.aborted) {
-          readToEnd = false;
-          break;
-        }
-        if (options.limit !== undefined && item.rowNumber > options.limit) {
-          readToEnd = false;
-          this.stoppedByLimit = true;
-          break;
-        }
-        this.#rowsRead = item.rowNumber;
-        const position = { rowNumber: item.rowNumber, offset: item.offset, line: item.line };
-        this.#lastRead = position;
-        const previous = book.stateOf(item.rowNumber);
-        if (previous !== undefined && !sendsAgain(previous, options)) {
-          this.rowsSkipped += 1;
-          if (!FINAL_STATES.has(previous)) book.holdUnfinished(position);
-          continue;
-        }
-        book.hold(position);
-        const source = { sourceOffset: item.offset, sourceLine: item.line };
-        if (item.kind === 'error') {
-          book.record(previous, { rowNumber: item.rowNumber, rowKey: null, agentEmail: null, ...decide({ type: 'unreadable', message: item.message }), ...source });
-          continue;
-        }
-        const mapped = options.mapping.mapRow(item.record, item.rowNumber);
-        const initial = previous ?? this.#recordNewRow(mapped, source);
-        if (initial !== 'pending' && previous === undefined) continue;
+      for await (const row of intake.rows(this.#halt.signal)) {
         await dispatcher.ready();
-        dispatcher.submit(() => this.#sendRow(mapped, initial));
-      }
-      book.flushInserts();
-      // A reader stopped by its signal (the user's stop) ends as if the file ended: that is not the
-      // end of the file. A halt of the client does not stop the reader: the loop breaks at the next
-      // row, so a loop that ended without a break while halted did read the last row.
-      if (options.stop.aborted) readToEnd = false;
-      if (readToEnd) {
-        options.ledger.setTotalRows(this.job.id, this.#rowsRead);
-        this.#totalRows = this.#rowsRead;
+        dispatcher.submit(() => this.#sendRow(row.mapped, row.sentFrom));
       }
       await dispatcher.drain();
-      if (timerError !== undefined) throw timerError.error;
-      book.saveResumePoint(this.#lastRead);
+      if (this.#timerError !== undefined) throw this.#timerError.error;
+      await intake.finish();
     } catch (error) {
       this.#stopAll('internal error');
       await dispatcher.settle();
-      // The answers already in are recorded first; a ledger that fails again (busy, full) fails the
-      // rows not sent yet only, and the error being thrown says why.
-      book.commitWrites();
-      try {
-        book.flushInserts();
-      } catch {
-        // Those rows were not recorded: the next run reads them again.
-      }
+      intake.salvage();
       throw error;
     } finally {
-      clearInterval(heartbeat);
-      clearInterval(checkpoint);
+      intake.close();
       options.stop.removeEventListener('abort', onStop);
     }
 
+    const { rowsRead } = intake.progress();
     if (this.#haltReason !== null) {
-      return { end: options.stop.aborted ? 'interrupted' : 'halted', haltReason: this.#haltReason, haltKind: this.#haltKind, rowsRead: this.#rowsRead };
+      return { end: options.stop.aborted ? 'interrupted' : 'halted', haltReason: this.#haltReason, haltKind: this.#haltKind, rowsRead };
     }
-    const unfinished = countUnfinished(book.counts) > 0;
-    return { end: readToEnd && !unfinished ? 'completed' : 'unfinished', haltReason: null, haltKind: null, rowsRead: this.#rowsRead };
+    const unfinished = countUnfinished(this.book.counts) > 0;
+    return { end: intake.readToEnd && !unfinished ? 'completed' : 'unfinished', haltReason: null, haltKind: null, rowsRead };
   }
 
   snapshot(): ProgressSnapshot {
+    const progress = this.intake.progress();
     return {
       jobId: this.job.id,
       counts: { ...this.book.counts },
-      rowsRead: this.#rowsRead,
+      rowsRead: progress.rowsRead,
       rowsDoneThisRun: this.book.rowsDone,
-      rowsSkipped: this.rowsSkipped,
-      bytesRead: this.reader.bytesRead,
-      lastOffset: this.#lastRead?.offset ?? 0,
-      totalBytes: this.reader.totalBytes,
-      totalRows: this.#totalRows,
+      rowsSkipped: progress.rowsSkipped,
+      bytesRead: progress.bytesRead,
+      lastOffset: progress.lastOffset,
+      totalBytes: progress.totalBytes,
+      totalRows: progress.totalRows,
       limit: this.options.limit ?? null,
       elapsedMs: Date.now() - this.#startedAt,
     };
@@ -230,29 +186,8 @@ export class JobRunner {
     if (this.client.halted) this.#stopAll(this.client.haltReason ?? 'the partner client halted', this.client.haltKind);
   }
 
-  /** Records a newly read row; returns the state it was given. */
-  #recordNewRow(mapped: MappedRow, source: { sourceOffset: number; sourceLine: number }): RowState {
-    const decision = decide(this.#readEvent(mapped));
-    this.book.record(undefined, { rowNumber: mapped.rowNumber, rowKey: mapped.rowKey, agentEmail: mapped.agentEmail, ...decision, ...source });
-    return decision.state;
-  }
-
-  /** What reading a row found: its problems, its key seen before, its lead sent by another job, or nothing. */
-  #readEvent(mapped: MappedRow): Parameters<typeof decide>[0] {
-    if (mapped.errors.length > 0) {
-      const keep = this.options.storeRequests === 'full';
-      return { type: 'mapping_problems', message: mapped.errors.map((issue) => formatRowIssue(mapped.rowNumber, keep ? issue : maskIssue(issue))).join('; ') };
-    }
-    if (this.book.hasRowKey(mapped.rowKey)) return { type: 'repeated_key', rowKey: mapped.rowKey };
-    const sent = this.#otherJobs.sentWhenRead(mapped);
-    if (sent !== undefined) return { type: 'sent_by_other_job', rowKey: mapped.rowKey, sent };
-    return { type: 'read' };
-  }
-
   async #sendRow(mapped: MappedRow, initial: RowState): Promise<void> {
     const { book, options } = this;
-    const { ledger } = options;
-    const jobId = this.job.id;
     const { rowNumber, request } = mapped;
     // The row's state as this run last wrote it; `initial` is the state its send began in.
     let state = initial;
@@ -286,8 +221,8 @@ export class JobRunner {
       await settle(decide({ type: 'unsendable', rowNumber, code: payload.code, problem: payload.problem }));
       return;
     }
-    const requestHash = this.#otherJobs.requestHash(payload.json);
-    const rejected = this.#otherJobs.rejectedBefore(mapped, requestHash);
+    const requestHash = this.otherJobs.requestHash(payload.json);
+    const rejected = await this.otherJobs.rejectedBefore(mapped, requestHash);
     if (rejected !== undefined) {
       await settle(decide({ type: 'rejected_by_other_job', rejected }));
       return;
@@ -299,9 +234,11 @@ export class JobRunner {
       beforeSend: async (): Promise<SendDecision> => {
         if (state === 'in_flight') return 'send';
         // Looked up again in the mark's transaction: a job running beside this one may have sent the lead since.
-        const lookup = this.#otherJobs.lookupWhenMarked(mapped);
-        const { sent } = await book.write({ kind: 'mark', rowNumber, agentId, requestJson, requestSha256: requestHash, lookup }, true);
-        if (sent !== undefined) this.#otherJobs.foundWhenMarked(mapped, sent);
+        const lookup = this.otherJobs.lookupWhenMarked(mapped);
+        const { sent, lost } = await book.write({ kind: 'mark', rowNumber, agentId, requestJson, requestSha256: requestHash, lookup }, true);
+        // Not this worker's row any more (its claim was taken over): the request does not leave.
+        if (lost === true) return 'withdraw';
+        if (sent !== undefined) this.otherJobs.foundWhenMarked(mapped, sent);
         const decision = sent === undefined ? decide({ type: 'marked' }) : decide({ type: 'sent_by_other_job', rowKey: mapped.rowKey, sent });
         book.transition(state, decision.state, rowNumber);
         state = decision.state;
@@ -323,7 +260,7 @@ export class JobRunner {
     const unrecorded = outcome.attempts.slice(recorded);
     if (state !== 'in_flight') {
       // Never left (withdrawn, or stopped or halted while waiting): the row stays as it is; keep any attempts.
-      if (unrecorded.length > 0) ledger.recordAttempts(jobId, this.runId, rowNumber, unrecorded, null);
+      if (unrecorded.length > 0) await book.recordAttempts(rowNumber, unrecorded);
       return;
     }
     if (unrecorded.length === 0) {

@@ -19,7 +19,7 @@
  * `error_message` holds the key.
  */
 import { createHash } from 'node:crypto';
-import type { Ledger, MarkLookup, RejectedRow, SentRow } from '../ledger/index.js';
+import type { MarkLookup, RejectedRow, RunLedger, SentRow } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import type { MappedRow } from '../mapping/index.js';
 import type { Environment, Operation } from '../partner/types.js';
@@ -35,22 +35,28 @@ export class OtherJobs {
   /** Whether reading looks rows up: not once the sandbox warned, nor when no other job existed at the start. */
   #lookWhenRead: boolean;
 
-  constructor(
-    private readonly ledger: Ledger,
+  private constructor(
+    private readonly ledger: RunLedger,
     private readonly jobId: number,
     private readonly environment: Environment,
     private readonly operation: Operation,
     resendSent: boolean,
     private readonly logger: Logger,
+    otherJobExists: boolean,
   ) {
     this.#guarded = environment !== 'sandbox' && !resendSent;
-    this.#lookWhenRead = !resendSent && ledger.hasOtherJob(jobId, environment, operation);
+    this.#lookWhenRead = !resendSent && otherJobExists;
+  }
+
+  static async create(ledger: RunLedger, jobId: number, environment: Environment, operation: Operation, resendSent: boolean, logger: Logger): Promise<OtherJobs> {
+    const exists = !resendSent && await ledger.hasOtherJob(jobId, environment, operation);
+    return new OtherJobs(ledger, jobId, environment, operation, resendSent, logger, exists);
   }
 
   /** When a row is read: the row of another job that sent its lead, when this row must not be sent. */
-  sentWhenRead(mapped: MappedRow): SentRow | undefined {
+  async sentWhenRead(mapped: MappedRow): Promise<SentRow | undefined> {
     if (!this.#lookWhenRead || isRowNumberKey(mapped)) return undefined;
-    const sent = this.ledger.sentByOtherJob(this.jobId, this.environment, this.operation, mapped.rowKey);
+    const sent = await this.ledger.sentByOtherJob(this.jobId, this.environment, this.operation, mapped.rowKey);
     if (sent === undefined) return undefined;
     if (!this.#guarded) {
       this.#lookWhenRead = false;
@@ -89,9 +95,9 @@ export class OtherJobs {
   }
 
   /** When about to send: the answer another job got for this very request, when the partner rejected it. */
-  rejectedBefore(mapped: MappedRow, hash: string | null): RejectedRow | undefined {
+  async rejectedBefore(mapped: MappedRow, hash: string | null): Promise<RejectedRow | undefined> {
     if (!this.#guarded || hash === null || isRowNumberKey(mapped)) return undefined;
-    const rejected = this.ledger.rejectedByOtherJob(this.jobId, this.environment, this.operation, mapped.rowKey, hash);
+    const rejected = await this.ledger.rejectedByOtherJob(this.jobId, this.environment, this.operation, mapped.rowKey, hash);
     if (rejected === undefined) return undefined;
     this.rowsRejected += 1;
     if (this.rowsRejected === 1) {

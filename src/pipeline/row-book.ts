@@ -18,10 +18,30 @@
  * pages as a handful of rows would (the WAL is written page by page).
  */
 import { FINAL_STATES, ROW_STATES, type Ledger, type NewRow, type ResumePoint, type RowState, type RowWrite, type RowWriteResult } from '../ledger/index.js';
+import type { AttemptRecord } from '../partner/types.js';
 
 const INSERT_BATCH = 512;
 
-export class RowBook {
+/** Where a run's row writes go, and its counts per state (the SQLite ledger's {@link RowBook}, or a worker's on PostgreSQL). */
+export interface RowWriter {
+  /** The job's rows per state, kept in step with this run's writes (for progress and the end state). */
+  readonly counts: Record<RowState, number>;
+  /** Rows that reached a state (final, failed or in doubt) in this run. */
+  readonly rowsDone: number;
+  /**
+   * Queues a write of a row task; resolves with what it found once it is committed (`lost`: the row
+   * is not this worker's any more, and the write changed nothing).
+   */
+  write(write: RowWrite, urgent?: boolean): Promise<RowWriteResult & { lost?: boolean }>;
+  /** Keeps the counts in step with a row's new state. */
+  transition(from: RowState | undefined, to: RowState, rowNumber?: number): void;
+  /** A row back in an earlier state while this run still works on it: counts only. */
+  putBack(from: RowState, to: RowState): void;
+  /** Attempts of a call whose request never left (stopped or halted while it waited). */
+  recordAttempts(rowNumber: number, attempts: readonly AttemptRecord[]): Promise<void>;
+}
+
+export class RowBook implements RowWriter {
   readonly counts: Record<RowState, number>;
   /** Rows that reached a state (final, failed or in doubt) in this run. */
   rowsDone = 0;
@@ -167,6 +187,11 @@ export class RowBook {
     if (from !== undefined) this.counts[from] -= 1;
     this.counts[to] += 1;
     if (settled) this.rowsDone += 1;
+  }
+
+  recordAttempts(rowNumber: number, attempts: readonly AttemptRecord[]): Promise<void> {
+    this.ledger.recordAttempts(this.jobId, this.runId, rowNumber, attempts, null);
+    return Promise.resolve();
   }
 
   /** A row back in an earlier state while this run still works on it (its request is sent again later): counts only. */

@@ -23,7 +23,9 @@ import { readRowsByOtherJobs, readUnreadableAnswers } from '../report/build-repo
 import { readStartingLimit } from '../report/timeline.js';
 import { TOOL_VERSION } from '../version.js';
 import { STOPPED } from './row-state.js';
+import { LocalIntake } from './intake.js';
 import { JobRunner, type ProgressSnapshot, type RunEnd } from './job-runner.js';
+import { OtherJobs } from './other-jobs.js';
 import { RunMonitor } from './monitor.js';
 
 export type { ProgressSnapshot, RunEnd } from './job-runner.js';
@@ -274,7 +276,12 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
           event: 'retry_after_held', until: asked.until.toISOString(), from_run: asked.run_id, from_job: asked.job_id,
         });
       }
-      const runner = new JobRunner(options, reader, job, run.id, target.client, start);
+      const otherJobs = await OtherJobs.create(ledger, job.id, options.environment, options.operation, options.resendSent === true, logger);
+      const intake = new LocalIntake({
+        ledger, job, runId: run.id, reader, mapping, otherJobs, start, stop: options.stop, limit: options.limit,
+        storeRequests: options.storeRequests, retryFailed: options.retryFailed, resendInDoubt: options.resendInDoubt,
+      });
+      const runner = new JobRunner(options, intake, otherJobs, job, run.id, target.client);
       const progress = options.onProgress === undefined
         ? undefined
         : setInterval(() => options.onProgress?.(runner.snapshot()), options.progressIntervalMs ?? 1000);
