@@ -158,15 +158,17 @@ export type RowWrite =
   | {
       kind: 'mark';
       rowNumber: number;
+      /** The state the row is in before the write (a write sent again after a cut connection is then found applied, not applied twice). */
+      from?: RowState;
       agentId: string | null;
       requestJson: string | null;
       requestSha256: string | null;
       lookup?: MarkLookup | undefined;
     }
   /** The row's outcome, with the attempts that led to it. */
-  | { kind: 'outcome'; rowNumber: number; change: RowChange; attempts: readonly AttemptRecord[] }
+  | { kind: 'outcome'; rowNumber: number; from?: RowState; change: RowChange; attempts: readonly AttemptRecord[] }
   /** The row back in the state it had before its mark (`change.state`), with the attempts made; what an earlier run kept of it stays. */
-  | { kind: 'put_back'; rowNumber: number; change: RowChange; attempts: readonly AttemptRecord[] };
+  | { kind: 'put_back'; rowNumber: number; from?: RowState; change: RowChange; attempts: readonly AttemptRecord[] };
 
 /** What a {@link RowWrite} found: for a mark, the other job's row that had sent the lead (the row was not marked). */
 export interface RowWriteResult {

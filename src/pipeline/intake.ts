@@ -48,8 +48,11 @@ export interface Intake {
   finish(): Promise<void>;
   /** After an internal error: records what it can (the answers in), and forgets the rest. */
   salvage(): void;
-  /** Starts its timers (heartbeat, checkpoints, leases); a ledger that fails under one is told to `onError`. */
-  start(onError: (error: unknown) => void): void;
+  /**
+   * Starts its timers (heartbeat, checkpoints, leases): a ledger that fails under one is told to
+   * `onError` (the run ends with it); `halt` stops the sends for a reason of the ledger's (a lost lease).
+   */
+  start(onError: (error: unknown) => void, halt: (reason: string) => void): void;
   /** Stops its timers. */
   close(): void;
 }

@@ -113,11 +113,6 @@ export class JobRunner {
     this.#stopAll('internal error');
   };
 
-  /** Stops the run for a reason of the ledger's (a lost lease): no new request leaves. */
-  halt(reason: string): void {
-    this.#stopAll(reason);
-  }
-
   async run(): Promise<{ end: RunEnd; haltReason: string | null; haltKind: HaltKind | null; rowsRead: number }> {
     const { options, intake } = this;
     const onStop = (): void => this.#stopAll(typeof options.stop.reason === 'string' ? options.stop.reason : 'interrupted by the user');
@@ -129,7 +124,7 @@ export class JobRunner {
     // No queue beyond the tasks: the tasks waiting for a slot are buffer enough, and a row read
     // far ahead lives through young-generation GCs, each of which copies it (then promotes it).
     const dispatcher = new Dispatcher({ concurrency: options.concurrency * TASKS_PER_SLOT, readAhead: 1 });
-    intake.start(this.failFromTimer);
+    intake.start(this.failFromTimer, (reason) => this.#stopAll(reason));
     try {
       for await (const row of intake.rows(this.#halt.signal)) {
         await dispatcher.ready();
@@ -194,7 +189,7 @@ export class JobRunner {
     // Attempts already written (each refused one, when its retry began).
     let recorded = 0;
     const settle = async (change: RowDecision, attempts: readonly AttemptRecord[] = []): Promise<void> => {
-      const committed = book.write({ kind: 'outcome', rowNumber, change, attempts });
+      const committed = book.write({ kind: 'outcome', rowNumber, from: state, change, attempts });
       book.transition(state, change.state, rowNumber);
       state = change.state;
       await committed;
@@ -235,7 +230,7 @@ export class JobRunner {
         if (state === 'in_flight') return 'send';
         // Looked up again in the mark's transaction: a job running beside this one may have sent the lead since.
         const lookup = this.otherJobs.lookupWhenMarked(mapped);
-        const { sent, lost } = await book.write({ kind: 'mark', rowNumber, agentId, requestJson, requestSha256: requestHash, lookup }, true);
+        const { sent, lost } = await book.write({ kind: 'mark', rowNumber, from: state, agentId, requestJson, requestSha256: requestHash, lookup }, true);
         // Not this worker's row any more (its claim was taken over): the request does not leave.
         if (lost === true) return 'withdraw';
         if (sent !== undefined) this.otherJobs.foundWhenMarked(mapped, sent);
@@ -250,9 +245,10 @@ export class JobRunner {
       beforeRetry: async (attempt) => {
         if (state !== 'in_flight') return;
         recorded += 1;
+        const written = book.write({ kind: 'put_back', rowNumber, from: state, change: putBack, attempts: [attempt] });
         book.putBack(state, putBack.state);
         state = putBack.state;
-        await book.write({ kind: 'put_back', rowNumber, change: putBack, attempts: [attempt] });
+        await written;
       },
     });
     const outcome = await submitting;
@@ -265,7 +261,7 @@ export class JobRunner {
     }
     if (unrecorded.length === 0) {
       // Marked, then stopped before the request left (a halt while its mark was committed): as it was.
-      const committed = book.write({ kind: 'put_back', rowNumber, change: putBack, attempts: [] });
+      const committed = book.write({ kind: 'put_back', rowNumber, from: state, change: putBack, attempts: [] });
       book.transition(state, putBack.state, rowNumber);
       await committed;
       return;

@@ -263,19 +263,17 @@ export class PgLedger {
       for (const write of writes) {
         switch (write.kind) {
           case 'mark': {
-            const marked = await client.query(
-              `UPDATE rows SET state = 'in_flight', agent_id = COALESCE($3, agent_id), request_json = $4, request_sha256 = $5, updated_at = $6
-                WHERE job_id = $1 AND row_number = $2 AND ${fence('$7')}`,
-              [jobId, write.rowNumber, boundText(write.agentId, MAX_STORED_ID_CHARS), boundJson(write.requestJson), write.requestSha256, at, write.claimId],
-            );
-            if (marked.rowCount !== 1) {
-              results.push({ lost: true });
+            const marked = await this.#fenced(client, jobId, write, 'in_flight',
+              `UPDATE rows SET state = 'in_flight', agent_id = COALESCE($5, agent_id), request_json = $6, request_sha256 = $7, updated_at = $8`,
+              [boundText(write.agentId, MAX_STORED_ID_CHARS), boundJson(write.requestJson), write.requestSha256, at]);
+            if (marked !== 'applied') {
+              results.push(marked === 'lost' ? { lost: true } : {});
               break;
             }
             const { lookup } = write;
             const sent = lookup === undefined ? undefined : await this.#sentByOtherJob(client, jobId, lookup.environment, lookup.operation, lookup.rowKey);
             if (sent !== undefined && lookup !== undefined) {
-              await this.#applyOutcome(client, jobId, runId, write.rowNumber, write.claimId, lookup.sentBy(sent), [], at);
+              await this.#applyOutcome(client, jobId, runId, { kind: 'outcome', rowNumber: write.rowNumber, from: 'in_flight', change: lookup.sentBy(sent), attempts: [], claimId: write.claimId }, at);
               results.push({ sent });
             } else {
               results.push({});
@@ -283,15 +281,13 @@ export class PgLedger {
             break;
           }
           case 'outcome':
-            results.push((await this.#applyOutcome(client, jobId, runId, write.rowNumber, write.claimId, write.change, write.attempts, at)) ? {} : { lost: true });
+            results.push((await this.#applyOutcome(client, jobId, runId, write, at)) === 'lost' ? { lost: true } : {});
             break;
           case 'put_back': {
-            const put = await client.query(
-              `UPDATE rows SET state = $3, attempts = attempts + $4, updated_at = $5 WHERE job_id = $1 AND row_number = $2 AND ${fence('$6')}`,
-              [jobId, write.rowNumber, write.change.state, write.attempts.length, at, write.claimId],
-            );
-            if (put.rowCount === 1) await insertAttempts(client, jobId, runId, write.rowNumber, write.attempts, null);
-            results.push(put.rowCount === 1 ? {} : { lost: true });
+            const put = await this.#fenced(client, jobId, write, write.change.state, 'UPDATE rows SET state = $5, attempts = attempts + $6, updated_at = $7',
+              [write.change.state, write.attempts.length, at]);
+            if (put === 'applied') await insertAttempts(client, jobId, runId, write.rowNumber, write.attempts, null);
+            results.push(put === 'lost' ? { lost: true } : {});
             break;
           }
         }
@@ -300,23 +296,35 @@ export class PgLedger {
     });
   }
 
-  async #applyOutcome(client: pg.PoolClient, jobId: number, runId: number, rowNumber: number, claimId: number, change: RowChange, attempts: readonly AttemptRecord[], at: string): Promise<boolean> {
-    const updated = await client.query(
-      `UPDATE rows SET state = $3, agent_id = COALESCE($4, agent_id), attempts = attempts + $5, http_status = $6, error_code = $7, error_message = $8,
-         transaction_id = $9, quote_number = $10, total_premium = $11, input_issues_json = COALESCE($12, input_issues_json),
-         request_json = COALESCE($13, request_json), response_json = $14, updated_at = $15, sent_by_job = $16, sent_by_row = $17
-       WHERE job_id = $1 AND row_number = $2 AND ${fence('$18')}`,
+  /**
+   * A fenced update of one row (`update` sets, its parameters from `$5`): applied; or found already
+   * applied (the row is in `target` under this claim: a commit sent again after a cut connection);
+   * or lost (the claim is not this worker's any more).
+   */
+  async #fenced(client: pg.PoolClient, jobId: number, write: FencedRowWrite, target: RowState, update: string, params: unknown[]): Promise<'applied' | 'found' | 'lost'> {
+    const updated = await client.query(`${update} WHERE rows.job_id = $1 AND rows.row_number = $2 AND ${fence('$3')} AND ($4::text IS NULL OR rows.state = $4)`,
+      [jobId, write.rowNumber, write.claimId, write.from ?? null, ...params]);
+    if (updated.rowCount === 1) return 'applied';
+    if (write.from === undefined) return 'lost';
+    const now = await client.query<{ state: string }>(`SELECT state FROM rows WHERE job_id = $1 AND row_number = $2 AND ${fence('$3')}`, [jobId, write.rowNumber, write.claimId]);
+    return now.rows[0]?.state === target ? 'found' : 'lost';
+  }
+
+  async #applyOutcome(client: pg.PoolClient, jobId: number, runId: number, write: Extract<FencedRowWrite, { kind: 'outcome' }>, at: string): Promise<'applied' | 'found' | 'lost'> {
+    const { change } = write;
+    const applied = await this.#fenced(client, jobId, write, change.state,
+      `UPDATE rows SET state = $5, agent_id = COALESCE($6, agent_id), attempts = attempts + $7, http_status = $8, error_code = $9, error_message = $10,
+         transaction_id = $11, quote_number = $12, total_premium = $13, input_issues_json = COALESCE($14, input_issues_json),
+         request_json = COALESCE($15, request_json), response_json = $16, updated_at = $17, sent_by_job = $18, sent_by_row = $19`,
       [
-        jobId, rowNumber, change.state, boundText(change.agentId ?? null, MAX_STORED_ID_CHARS), attempts.length, change.httpStatus ?? null,
+        change.state, boundText(change.agentId ?? null, MAX_STORED_ID_CHARS), write.attempts.length, change.httpStatus ?? null,
         boundText(change.errorCode ?? null, MAX_STORED_ID_CHARS), boundText(change.errorMessage ?? null),
         boundText(change.transactionId ?? null, MAX_STORED_ID_CHARS), boundText(change.quoteNumber ?? null, MAX_STORED_ID_CHARS), change.totalPremium ?? null,
         boundJson(change.inputIssuesJson ?? null), boundJson(change.requestJson ?? null), boundJson(change.responseJson ?? null), at,
-        change.sentBy?.job_id ?? null, change.sentBy?.row_number ?? null, claimId,
-      ],
-    );
-    if (updated.rowCount !== 1) return false;
-    await insertAttempts(client, jobId, runId, rowNumber, attempts, null);
-    return true;
+        change.sentBy?.job_id ?? null, change.sentBy?.row_number ?? null,
+      ]);
+    if (applied === 'applied') await insertAttempts(client, jobId, runId, write.rowNumber, write.attempts, null);
+    return applied;
   }
 
   async recordAttempts(jobId: number, runId: number, rowNumber: number | null, attempts: readonly AttemptRecord[], agentEmail: string | null): Promise<void> {
