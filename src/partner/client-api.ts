@@ -52,7 +52,9 @@ export type ClientEvent =
   | { type: 'breaker_open'; operation: BreakerName; reason: string; giveUpAt: Date | null }
   | { type: 'breaker_closed'; operation: BreakerName; outageMs: number }
   | { type: 'probe'; attempt: AttemptRecord; email: string; answered: boolean }
-  | { type: 'halt'; kind: HaltKind; reason: string; retryAfter?: Date };
+  | { type: 'halt'; kind: HaltKind; reason: string; retryAfter?: Date }
+  /** The partner asked (Retry-After, within --max-retry-after) to wait until `until` before this request is sent again. */
+  | { type: 'retry_after'; until: Date };
 
 /**
  * Why the client halted: `forbidden` the partner refused the key (401/403/407); `misrouted` it
@@ -119,6 +121,8 @@ export interface PartnerClient {
   breakerState(name?: BreakerName): BreakerState;
   /** Requests allowed in flight now, requests in flight, and what was answered since the last sample. */
   takeSample(): MetricsSample;
+  /** Where the limiter stands now (requests allowed in flight, requests/s paced at or null), without taking a sample. */
+  limiterState(): { limit: number; pace: number | null };
   /** Destroys the keep-alive sockets and stops probing. */
   close(): void;
 }

@@ -173,6 +173,10 @@ class GotPartnerClient implements PartnerClient {
     return this.#breakers[name].state;
   }
 
+  limiterState(): { limit: number; pace: number | null } {
+    return { limit: this.#limiter.limit, pace: this.#limiter.rate };
+  }
+
   takeSample(): MetricsSample {
     const inFlight = this.#limiter.takeInFlight();
     return this.#metrics.take(this.#limiter.limit, inFlight.mean, inFlight.peak, this.#limiter.rate);
@@ -304,6 +308,7 @@ class GotPartnerClient implements PartnerClient {
         retryAfterCapMs: this.#options.maxRetryAfterMs,
         random: this.#options.random,
       }) ?? 0;
+      if (retryAfterMs !== undefined && retryAfterMs > 0) this.#onEvent({ type: 'retry_after', until: new Date(Date.now() + retryAfterMs) });
       await options.beforeRetry?.(record);
       // Only this request waits: the limiter has been told (throttled) and shrinks for everyone.
       const waited = await sleep(delay, [options.signal, this.#halt.signal]);

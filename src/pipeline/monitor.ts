@@ -6,7 +6,7 @@
  * and in flight, the pace, answers, 429s, errors, rows done, latency) for the report's charts.
  */
 import { exitCodeOfError, type ErrorCode } from '../errors.js';
-import type { Ledger } from '../ledger/index.js';
+import type { RunLedger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
@@ -87,7 +87,7 @@ export class RunMonitor {
   #stopped = false;
 
   constructor(
-    private readonly ledger: Ledger,
+    private readonly ledger: RunLedger,
     private readonly logger: Logger,
     private readonly jobId: number,
     private readonly runId: number,
@@ -114,7 +114,7 @@ export class RunMonitor {
         });
         break;
       case 'probe':
-        this.ledger.recordAttempts(this.jobId, this.runId, null, [event.attempt], event.email);
+        this.#record(() => this.ledger.recordAttempts(this.jobId, this.runId, null, [event.attempt], event.email));
         this.logger.info(`probe: agent validation ${event.answered ? 'answered' : `failed (${event.attempt.errorCode ?? event.attempt.httpStatus ?? '?'})`}`, {
           event: 'probe', answered: event.answered, http_status: event.attempt.httpStatus,
         });
@@ -164,6 +164,15 @@ export class RunMonitor {
     };
   }
 
+  /**
+   * A write of the monitor's (a sample, a probe): the SQLite ledger's throws at once and stops the
+   * run as an internal error, as it did; a PostgreSQL one that fails loses that line only.
+   */
+  #record(write: () => unknown): void {
+    const done = write();
+    if (done instanceof Promise) done.catch(() => {});
+  }
+
   #sample(client: PartnerClient, rowsDone: number): void {
     const s = client.takeSample();
     const elapsedMs = performance.now() - this.#startedAt;
@@ -174,7 +183,7 @@ export class RunMonitor {
       this.#answeredSamples = this.#samples.length;
       this.#silentAtEnd = false;
     } else if (s.errors > 0) this.#silentAtEnd = true;
-    this.ledger.recordRunSample(this.runId, {
+    this.#record(() => this.ledger.recordRunSample(this.runId, {
       elapsedMs,
       concurrencyLimit: limit,
       inFlight: s.inFlight,
@@ -186,7 +195,7 @@ export class RunMonitor {
       latencyP50Ms: s.latencyP50Ms,
       paceRate,
       submitsAnswered: s.submitsAnswered,
-    });
+    }));
     this.#rowsDoneAt = rowsDone;
     this.#windowAttempts += s.attempts;
     this.#windowThrottled += s.throttled;

@@ -173,7 +173,7 @@ function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; 
 }
 
 /** The result's settled figures from the monitor's (null: not adaptive, or the partner answered nothing). */
-function settledFigures(settled: ReturnType<RunMonitor['settled']>): Pick<RunJobResult, 'settledLimit' | 'settledSamples' | 'settledPace' | 'settledBeforeSilence' | 'limitHeldBy'> {
+export function settledFigures(settled: ReturnType<RunMonitor['settled']>): Pick<RunJobResult, 'settledLimit' | 'settledSamples' | 'settledPace' | 'settledBeforeSilence' | 'limitHeldBy'> {
   return {
     settledLimit: settled?.limit ?? null,
     settledSamples: settled?.samples ?? 0,
