@@ -30,6 +30,11 @@ export const DEFAULTS = {
   /** First pause between probes of an open breaker; doubles per failed probe up to the cap. */
   breakerCooldownMs: 1000,
   breakerMaxCooldownMs: 30_000,
+  /**
+   * A worker's lease on its chunks (PostgreSQL ledger): renewed every third of it; a worker that dies
+   * leaves its chunks to the others once it has run out.
+   */
+  leaseMs: 30_000,
   /** Answer bodies are read up to this many bytes (decompressed). */
   maxBodyBytes: 1024 * 1024,
 } as const;

@@ -37,7 +37,7 @@ export interface Setting {
 
 /** The settings of `run` that have a default or a config-file key, by the name `resolveRunSettings` gives them. */
 export const RUN_SETTINGS = {
-  ledger: { flag: '--ledger <file>', kind: { type: 'text' }, env: 'QUOTE_BATCH_LEDGER', help: 'the ledger: a SQLite file' },
+  ledger: { flag: '--ledger <file or url>', kind: { type: 'text' }, env: 'QUOTE_BATCH_LEDGER', help: 'the ledger: a SQLite file, or postgres://user@host:5432/db (docs/ledger.md)' },
   operation: { flag: '--operation <op>', kind: { type: 'choice', choices: OPERATIONS }, help: 'partner operation each row is sent to' },
   concurrency: { flag: '--concurrency <n>', kind: { type: 'integer', min: 1, max: 1024 }, help: 'requests in flight at once' },
   rate: { flag: '--rate <n>', kind: { type: 'number', min: 0, max: 1e6 }, help: 'at most N requests per second, 0 = no cap' },
@@ -58,6 +58,10 @@ export const RUN_SETTINGS = {
   maxRuntimeMs: {
     flag: '--max-runtime <duration>', kind: { type: 'duration', minMs: 1, maxMs: MAX_WAIT_MS }, shownDefault: 'none',
     help: 'stop like SIGTERM once the run has lasted this long, e.g. 2h',
+  },
+  leaseMs: {
+    flag: '--lease <duration>', kind: { type: 'duration', minMs: 1000, maxMs: 3_600_000 }, shownDefault: '30s',
+    help: 'PostgreSQL ledger: how long a worker holds its chunks without renewing; a dead worker\'s chunks wait this long',
   },
   adaptive: {
     flag: '--adaptive', kind: { type: 'switch', on: "adapt the requests in flight to the partner's answers, up to --concurrency", off: 'keep exactly --concurrency requests in flight' },
@@ -85,6 +89,7 @@ export interface RunSettings {
   maxOutageMs: number;
   maxRetryAfterMs: number;
   maxRuntimeMs: number | undefined;
+  leaseMs: number;
   adaptive: boolean;
   retryFailed: boolean;
   resendInDoubt: boolean;
@@ -131,6 +136,7 @@ export function resolveRunSettings(
     maxOutageMs: pick('maxOutageMs', DEFAULTS.maxOutageMs),
     maxRetryAfterMs: pick('maxRetryAfterMs', DEFAULTS.maxRetryAfterMs),
     maxRuntimeMs: pick<number | undefined>('maxRuntimeMs', undefined),
+    leaseMs: pick('leaseMs', DEFAULTS.leaseMs),
     adaptive: pick('adaptive', DEFAULTS.adaptive),
     retryFailed: pick('retryFailed', DEFAULTS.retryFailed),
     resendInDoubt: pick('resendInDoubt', DEFAULTS.resendInDoubt),

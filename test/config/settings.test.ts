@@ -11,7 +11,7 @@ describe('run settings', () => {
       ledger: '/work/quote-batch.db', operation: DEFAULTS.operation, concurrency: DEFAULTS.concurrency, rate: DEFAULTS.rate,
       maxAttempts: DEFAULTS.maxAttempts, timeoutMs: DEFAULTS.timeoutMs, storeRequests: DEFAULTS.storeRequests,
       maxConsecutiveFailures: DEFAULTS.maxConsecutiveFailures, maxOutageMs: DEFAULTS.maxOutageMs, maxRetryAfterMs: DEFAULTS.maxRetryAfterMs,
-      maxRuntimeMs: undefined, adaptive: DEFAULTS.adaptive, retryFailed: DEFAULTS.retryFailed, resendInDoubt: DEFAULTS.resendInDoubt,
+      maxRuntimeMs: undefined, leaseMs: DEFAULTS.leaseMs, adaptive: DEFAULTS.adaptive, retryFailed: DEFAULTS.retryFailed, resendInDoubt: DEFAULTS.resendInDoubt,
     });
   });
 

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { REPO_ROOT } from './cli.js';
-import { startPostgres } from './postgres.js';
+import { startPostgres } from '../../scripts/embedded-postgres.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
