@@ -23,8 +23,11 @@ const VALID_DAYS = 30;
 /** The names the server certificate holds: the sandbox listens on loopback only. */
 const LOOPBACK_NAMES = { dns: ['localhost'], ips: ['127.0.0.1', '::1'] };
 
-/** Makes a fresh CA, a server certificate for the loopback names and, with `client`, a client certificate. */
-export async function generateThrowawayPki(options: { client?: boolean } = {}): Promise<ThrowawayPki> {
+/**
+ * Makes a fresh CA, a server certificate for the loopback names (and `names`, host names a proxy
+ * maps to loopback in tests) and, with `client`, a client certificate.
+ */
+export async function generateThrowawayPki(options: { client?: boolean; names?: readonly string[] } = {}): Promise<ThrowawayPki> {
   // node-forge is large: loaded only when a sandbox serves HTTPS with generated certificates.
   // A CommonJS package: Node hands its exports over as `default`.
   const loaded = await import('node-forge');
@@ -53,7 +56,7 @@ export async function generateThrowawayPki(options: { client?: boolean } = {}): 
   };
   const server = leaf('localhost', [
     { name: 'extKeyUsage', serverAuth: true },
-    { name: 'subjectAltName', altNames: [...LOOPBACK_NAMES.dns.map((value) => ({ type: 2, value })), ...LOOPBACK_NAMES.ips.map((ip) => ({ type: 7, ip }))] },
+    { name: 'subjectAltName', altNames: [...[...LOOPBACK_NAMES.dns, ...(options.names ?? [])].map((value) => ({ type: 2, value })), ...LOOPBACK_NAMES.ips.map((ip) => ({ type: 7, ip }))] },
   ]);
   const result: ThrowawayPki = { caCert: pki.certificateToPem(caCert), serverCert: server.cert, serverKey: server.key };
   if (options.client === true) {
