@@ -83,6 +83,9 @@ export function resolveNetwork(
       hint: 'give both --client-cert <file> and --client-key <file> (or client_cert and client_key in the config file\'s environment)',
     });
   }
+  if (keyFile === undefined && flags.clientKeyPassphraseFile !== undefined) {
+    throw new QuoteBatchError('E_USAGE', '--client-key-passphrase-file is given without a client key', { hint: 'give --client-cert and --client-key too, or leave the passphrase file out' });
+  }
   if (certFile !== undefined && keyFile !== undefined) {
     const certPath = resolve(cwd, certFile);
     const keyPath = resolve(cwd, keyFile);

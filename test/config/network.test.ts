@@ -47,6 +47,7 @@ describe('resolveNetwork', () => {
     expect(fail({ caFile: tmp.dir })).toBe(`CA file ${tmp.dir} is not a regular file`);
     expect(fail({ clientCert: 'cert.pem' })).toBe('a client certificate is given without its key');
     expect(fail({ clientKey: 'key.pem' })).toBe('a client key is given without its certificate');
+    expect(fail({ clientKeyPassphraseFile: 'key.pem' })).toBe('--client-key-passphrase-file is given without a client key');
     expect(fail({ clientCert: 'cert.pem', clientKey: 'cert.pem' })).toBe(`client key ${tmp.path('cert.pem')} is readable by other users (mode 0644): it holds a secret`);
     expect(fail({ clientCert: 'cert.pem', clientKey: 'key.pem' })).toBe('no error');
     // A key of another certificate.

@@ -11,6 +11,7 @@
  * handshake, agent validations) pass. Everything is bounded: close() ends every socket.
  */
 import { createServer, type IncomingMessage } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { createProxy, type ProxyServer } from 'proxy';
 
@@ -24,10 +25,12 @@ export interface ForwardProxyOptions {
    * the host behind it cannot: a partner reachable only through the proxy.
    */
   hosts?: Record<string, string>;
+  /** Serve the proxy itself over TLS (an `https://` proxy) with this certificate and key. */
+  tls?: { cert: string; key: string };
 }
 
 export interface ForwardProxy {
-  /** `http://127.0.0.1:<port>`, without credentials. */
+  /** `http://127.0.0.1:<port>` (`https://` with `tls`), without credentials. */
   readonly url: string;
   /** The URL with credentials, percent-encoded as a user writes them. */
   urlWith(user: string, password: string): string;
@@ -41,7 +44,7 @@ export interface ForwardProxy {
 }
 
 export async function startForwardProxy(options: ForwardProxyOptions = {}): Promise<ForwardProxy> {
-  const server: ProxyServer = createProxy(createServer());
+  const server: ProxyServer = createProxy(options.tls === undefined ? createServer() : createTlsServer(options.tls));
   const sockets = new Set<Socket>();
   const connects: string[] = [];
   let refused = 0;
@@ -56,7 +59,7 @@ export async function startForwardProxy(options: ForwardProxyOptions = {}): Prom
       return ok;
     };
   }
-  server.on('connection', (socket: Socket) => {
+  server.on(options.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -114,10 +117,11 @@ export async function startForwardProxy(options: ForwardProxyOptions = {}): Prom
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
+  const scheme = options.tls === undefined ? 'http' : 'https';
+  const url = `${scheme}://127.0.0.1:${port}`;
   return {
     url,
-    urlWith: (user, password) => `http://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${port}`,
+    urlWith: (user, password) => `${scheme}://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${port}`,
     connects,
     get refused() {
       return refused;

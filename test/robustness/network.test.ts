@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
-import { PARTNER_HOST, startHttpsSandbox, writeTlsFiles, type TlsFiles } from '../helpers/https-sandbox.js';
+import { PARTNER_HOST, startHttpsSandbox, testPki, writeTlsFiles, type TlsFiles } from '../helpers/https-sandbox.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { KEY, MAPPING_CSV, readLedger, SAMPLE_AGENTS, SAMPLE_CSV } from '../pipeline/_setup.js';
 
@@ -102,6 +102,24 @@ describe('the way to the partner: a proxy, a private CA, a client certificate', 
       expect(straight.stderr).toContain('straight, no proxy (NO_PROXY has example.test)');
       expect(straight.stderr).toMatch(/ENOTFOUND|EAI_AGAIN/);
       expect(proxy.connects.length).toBe(tunnels + 1);
+    });
+
+    it('an https:// proxy: its own certificate is checked against the same CAs as the partner\'s', async () => {
+      const { sandbox: s, tls: files } = await start();
+      const { serverCert, serverKey } = await testPki();
+      proxy = await startForwardProxy({ tls: { cert: serverCert, key: serverKey } });
+      expect(proxy.url).toMatch(/^https:/);
+      const agents = (extra: string[]): Promise<CliResult> => runCli(['agents', 'dana.whitfield@example.com', '--env', 'sandbox', '--base-url', s.url, '--proxy', proxy!.url, ...extra], {
+        cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY, ...NO_PROXY_ENV },
+      });
+      const ok = await agents(['--ca-file', files.ca]);
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(proxy.connects).toEqual([hostPort(s)]);
+      // Without the CA, the proxy's certificate is not trusted: no tunnel, and the message names the proxy.
+      const untrusted = await agents([]);
+      expect(untrusted.code).toBe(3);
+      expect(untrusted.stderr).toMatch(/no connection to the proxy https:\/\/127\.0\.0\.1:\d+: .*(self-signed|unable to verify)/);
+      expect(proxy.connects).toHaveLength(1);
     });
 
     it('407: halts at once with exit 3, naming the proxy and not the key; the right credentials pass', async () => {
