@@ -31,3 +31,10 @@ export function shellWord(text: string): string {
 export function unreadableAnswersText(rows: number): string {
   return `${rows} got an answer that could not be read (empty, not JSON, or cut): the partner took them, but no quote number or premium was recorded; check them with the partner`;
 }
+
+/** What to do when the way to the partner, not the partner, halts a command (a run or `agents`): the proxy's credentials, TLS trust, the client certificate. */
+export const NETWORK_HALT_HINTS = {
+  proxy_auth: 'give the proxy\'s user and password in its URL (http://user:password@host:port, percent-encoded) in --proxy, HTTPS_PROXY or the config file\'s proxy:, then run the same command again',
+  tls_trust: 'if the partner\'s certificate comes from a private CA (or your network inspects TLS), give that CA\'s PEM file with --ca-file (config: ca:); TLS verification is never turned off. Then run the same command again',
+  tls_client_cert: 'give the client certificate and key the partner issued with --client-cert and --client-key (config: client_cert, client_key; the key\'s passphrase in QUOTE_BATCH_CLIENT_KEY_PASSPHRASE or --client-key-passphrase-file), then run the same command again',
+} as const;

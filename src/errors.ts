@@ -16,7 +16,7 @@ export type ErrorCode =
   | 'E_LEDGER'
   /** Another live process holds the job (a run, `resolve` or `prune` of it): exit 4, nothing was done. */
   | 'E_JOB_LOCKED'
-  /** The run halted: the partner refused the API key (401/403/407): it is wrong for this environment. */
+  /** The run halted: the partner refused the API key (401/403): it is wrong for this environment. */
   | 'E_FORBIDDEN'
   /** The run halted: the partner answered 404/405 or a redirect: the base URL or the endpoint is wrong. */
   | 'E_MISROUTED'
@@ -24,6 +24,10 @@ export type ErrorCode =
   | 'E_RETRY_AFTER'
   /** The run halted: the partner looks down (no recovery within `--max-outage`, or too many sends in doubt). */
   | 'E_CIRCUIT_OPEN'
+  /** The run halted: the proxy refused its credentials (407 Proxy Authentication Required). */
+  | 'E_PROXY_AUTH'
+  /** The run halted: the partner's TLS certificate is not trusted, or it refused our client certificate. */
+  | 'E_TLS'
   /** The process environment is unsafe (e.g. TLS verification disabled). */
   | 'E_UNSAFE'
   /** The sandbox could not start. */

@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { Command } from 'commander';
 import {
   loadConfig,
   resolveConnection,
@@ -49,14 +50,29 @@ export async function connectPartner(
   return openPartner(resolveConnection(flags, io.env, config, io.cwd), io, clientOptions, config);
 }
 
+/**
+ * The flags of the way to the partner (README, "Behind a proxy, with a private CA or a client
+ * certificate"), the same on every command that talks to it. The passphrase has no flag: only a
+ * file or QUOTE_BATCH_CLIENT_KEY_PASSPHRASE hold it, out of shell history and `ps`.
+ */
+export function addNetworkOptions(command: Command): Command {
+  return command
+    .option('--proxy <url>', 'send through this HTTP proxy, http://[user:password@]host:port (default: HTTPS_PROXY / HTTP_PROXY, NO_PROXY, else the config\'s proxy:)')
+    .option('--no-proxy', 'send straight to the partner, whatever HTTPS_PROXY or the config says')
+    .option('--ca-file <file>', 'PEM bundle of CA certificates to trust for the partner, on top of Node\'s (config: ca:)')
+    .option('--client-cert <file>', 'client certificate (PEM) for mutual TLS (config: client_cert:)')
+    .option('--client-key <file>', 'its private key (PEM; readable by its owner alone); passphrase from QUOTE_BATCH_CLIENT_KEY_PASSPHRASE or --client-key-passphrase-file')
+    .option('--client-key-passphrase-file <file>', 'file holding the client key\'s passphrase (readable by its owner alone)');
+}
+
 /** Opens a client for resolved settings, starting the embedded sandbox when there is no base URL. */
 export async function openPartner(
   settings: ConnectionSettings,
   io: Io,
   clientOptions: Partial<PartnerClientOptions>,
   config: LoadedConfig,
-  /** Where to say that the embedded sandbox started (the run's logger, so --json-log stays JSON). */
-  notify: (message: string) => void = (message) => io.err(`${message}\n`),
+  /** Where to say that the embedded sandbox started, or how the partner is reached (the run's logger, so --json-log stays JSON). */
+  notify: (message: string, event: 'sandbox_started' | 'network') => void = (message) => io.err(`${message}\n`),
 ): Promise<PartnerConnection> {
   let baseUrl = settings.baseUrl;
   let closeSandbox = async (): Promise<void> => {};
@@ -68,10 +84,12 @@ export async function openPartner(
     });
     baseUrl = sandbox.url;
     closeSandbox = () => sandbox.close();
-    notify(`started the embedded sandbox on ${sandbox.url} (--env sandbox; no partner account needed)`);
+    notify(`started the embedded sandbox on ${sandbox.url} (--env sandbox; no partner account needed)`, 'sandbox_started');
   }
-  const { createPartnerClient } = await import('../partner/index.js');
-  const client = createPartnerClient({ ...clientOptions, baseUrl, apiKey: settings.apiKey });
+  const { createPartnerClient, displayUrl } = await import('../partner/index.js');
+  const { network } = settings;
+  if (network.summary !== undefined) notify(`partner ${displayUrl(new URL(baseUrl))}: ${network.summary}`, 'network');
+  const client = createPartnerClient({ ...clientOptions, baseUrl, apiKey: settings.apiKey, network: network.options });
   return {
     client,
     environment: settings.environment,

@@ -1,8 +1,9 @@
 /** `quote-batch agents <email...>`: validates agent e-mails against an environment, prints the results. */
 import pLimit from 'p-limit';
+import { NETWORK_HALT_HINTS } from '../advice.js';
 import type { CallOutcome } from '../partner/types.js';
 import type { AgentValidateResponse } from '../partner/schemas.js';
-import { connectPartner, type ConnectionFlags } from './_connect.js';
+import { addNetworkOptions, connectPartner, type ConnectionFlags } from './_connect.js';
 import type { RegisterCommand } from './context.js';
 
 interface AgentsFlags extends ConnectionFlags {
@@ -25,7 +26,7 @@ export interface AgentResult {
 const CONCURRENCY = 8;
 
 export const registerAgents: RegisterCommand = (program, ctx) => {
-  program
+  const command = program
     .command('agents')
     .description('validate agent e-mails against an environment and print the results')
     .argument('<email...>', 'agent e-mail addresses (each distinct address is validated once)')
@@ -33,7 +34,8 @@ export const registerAgents: RegisterCommand = (program, ctx) => {
     .option('--base-url <url>', "override the environment's base URL (https://, or http:// on loopback)")
     .option('--api-key-file <file>', 'read the API key from this file (else QUOTE_BATCH_API_KEY)')
     .option('--config <file>', 'config file (default ./quote-batch.config.yaml when present)')
-    .option('--json', 'print a JSON array instead of a table')
+    .option('--json', 'print a JSON array instead of a table');
+  addNetworkOptions(command)
     .action(async (emails: string[], flags: AgentsFlags) => {
       ctx.setExitCode(await validateAgents(emails, flags));
     });
@@ -41,7 +43,10 @@ export const registerAgents: RegisterCommand = (program, ctx) => {
   async function validateAgents(emails: string[], flags: AgentsFlags): Promise<number> {
     const { io } = ctx;
     const connection = await connectPartner(
-      { env: flags.env, baseUrl: flags.baseUrl, apiKeyFile: flags.apiKeyFile, config: flags.config },
+      {
+        env: flags.env, baseUrl: flags.baseUrl, apiKeyFile: flags.apiKeyFile, config: flags.config,
+        proxy: flags.proxy, caFile: flags.caFile, clientCert: flags.clientCert, clientKey: flags.clientKey, clientKeyPassphraseFile: flags.clientKeyPassphraseFile,
+      },
       io,
       { concurrency: CONCURRENCY },
     );
@@ -58,6 +63,13 @@ export const registerAgents: RegisterCommand = (program, ctx) => {
     }
 
     io.out(flags.json === true ? `${JSON.stringify(results, null, 2)}\n` : formatTable(results));
+    const { haltKind, haltReason } = connection.client;
+    // The way to the partner failed, not the key or the endpoint: say which hop, and how to fix it.
+    if (haltReason !== null && (haltKind === 'proxy_auth' || haltKind === 'tls_trust' || haltKind === 'tls_client_cert')) {
+      io.err(`error: ${haltReason}\n`);
+      io.err(`hint: ${NETWORK_HALT_HINTS[haltKind]}\n`);
+      return 3;
+    }
     return exitCodeFor(results, connection.environment, io.err);
   }
 };

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { Option } from 'commander';
 import { DEFAULTS, helpOf, loadConfig, resolveConnection, resolveRunSettings, RUN_SETTINGS, type RunSettingName, type Setting } from '../config/index.js';
+import type { NetworkFlags } from '../config/network.js';
 import { Ledger } from '../ledger/index.js';
 import { DRAFT_PLACEHOLDER, loadMapping } from '../mapping/index.js';
 import { QuoteBatchError } from '../errors.js';
@@ -16,11 +17,11 @@ import { AdaptiveLimiter } from '../partner/adaptive-limiter.js';
 import { FixedLimiter } from '../partner/concurrency.js';
 import type { PartnerClient } from '../partner/index.js';
 import { prestartTransportThread } from '../partner/thread-transport.js';
-import { openPartner } from './_connect.js';
+import { addNetworkOptions, openPartner } from './_connect.js';
 import { jsonLogOption, parseDurationFlag, parseNumberIn, type RegisterCommand } from './context.js';
 
-/** The flags of `run` (its settings' flags, `RUN_SETTINGS`, under commander's names for them). */
-interface RunFlags extends Record<string, unknown> {
+/** The flags of `run` (its settings' flags, `RUN_SETTINGS`, under commander's names for them; the way to the partner's). */
+interface RunFlags extends Record<string, unknown>, NetworkFlags {
   mapping: string;
   env?: string;
   baseUrl?: string;
@@ -79,8 +80,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     .option('--resend-sent', 'also send rows another job of this ledger sent to this environment, or whose same request it had rejected (uat, production)')
     .option('--quiet', 'no progress bar or progress lines');
   for (const name of Object.keys(RUN_SETTINGS) as RunSettingName[]) for (const option of optionsOf(name)) command.addOption(option);
-  command
-    .addOption(jsonLogOption())
+  command.addOption(jsonLogOption());
+  addNetworkOptions(command)
     .action(async (input: string, flags: RunFlags) => {
       ctx.setExitCode(await runCommand(input, flags));
     });
@@ -105,7 +106,10 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     const mapping = await loadMapping(resolve(io.cwd, flags.mapping));
 
     // Resolve the connection up front so a missing key or URL is a usage error before any work.
-    const connectionFlags = { env: flags.env, baseUrl: flags.baseUrl, apiKeyFile: flags.apiKeyFile, config: flags.config };
+    const connectionFlags = {
+      env: flags.env, baseUrl: flags.baseUrl, apiKeyFile: flags.apiKeyFile, config: flags.config,
+      proxy: flags.proxy, caFile: flags.caFile, clientCert: flags.clientCert, clientKey: flags.clientKey, clientKeyPassphraseFile: flags.clientKeyPassphraseFile,
+    };
     const connection = resolveConnection(connectionFlags, io.env, config, io.cwd);
     // A value only the user can give, left as `init` drafted it, never reaches a real partner.
     if (mapping.placeholders.length > 0) {
@@ -164,7 +168,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
             maxOutageMs: settings.maxOutageMs,
             maxRetryAfterMs: settings.maxRetryAfterMs,
             onEvent,
-          }, config, (message) => logger.info(message, { event: 'sandbox_started' }));
+          }, config, (message, event) => logger.info(message, { event }));
           return { client: noticingRequests(c.client, () => ctx.noteRequestsSent()), baseUrl: c.baseUrl, close: c.close };
         },
         maxOutageMs: settings.maxOutageMs,

@@ -1,8 +1,9 @@
 /**
  * `quote-batch sandbox`: serves the local imitation of the partner API until Ctrl-C / SIGTERM.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { QuoteBatchError } from '../errors.js';
 import {
@@ -34,6 +35,12 @@ interface SandboxFlags {
   rpsCapSchedule?: string;
   capacity?: number;
   queueLimit?: number;
+  tls?: boolean;
+  tlsDir?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsClientCa?: string;
+  tlsClientAuth?: boolean;
 }
 
 /** `./samples/agents.csv` in the working directory, else the copy shipped with the package. */
@@ -84,6 +91,53 @@ function describeFaults(faults: SandboxFaults): string[] {
     .map(([name, value]) => `${name}=${String(value)}`);
 }
 
+/**
+ * The sandbox's HTTPS settings from its flags: the user's certificate and key, or a throwaway CA
+ * (`--tls`) whose files are written where a client can be pointed at them; `lines` say where.
+ * `remove` deletes a temporary directory the sandbox made (not one the user named).
+ */
+async function sandboxTls(flags: SandboxFlags, cwd: string): Promise<{ options: { cert: string; key: string; clientCa?: string }; lines: string[]; remove: () => void } | undefined> {
+  const own = flags.tlsCert !== undefined || flags.tlsKey !== undefined;
+  if (flags.tls === true && own) throw new QuoteBatchError('E_USAGE', '--tls makes its own certificate: give either --tls or --tls-cert and --tls-key');
+  if (flags.tls !== true && (flags.tlsDir !== undefined || flags.tlsClientAuth === true)) throw new QuoteBatchError('E_USAGE', '--tls-dir and --tls-client-auth go with --tls');
+  if (flags.tlsClientAuth === true && flags.tlsClientCa !== undefined) throw new QuoteBatchError('E_USAGE', '--tls-client-auth uses the throwaway CA: leave --tls-client-ca out');
+  const readPem = (file: string, flag: string): string => {
+    try {
+      return readFileSync(resolve(cwd, file), 'utf8');
+    } catch (error) {
+      throw new QuoteBatchError('E_CONFIG', `${flag} ${resolve(cwd, file)} cannot be read: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, { cause: error });
+    }
+  };
+  const clientCa = flags.tlsClientCa === undefined ? undefined : readPem(flags.tlsClientCa, '--tls-client-ca');
+  if (own) {
+    if (flags.tlsCert === undefined || flags.tlsKey === undefined) throw new QuoteBatchError('E_USAGE', '--tls-cert and --tls-key go together');
+    const options = { cert: readPem(flags.tlsCert, '--tls-cert'), key: readPem(flags.tlsKey, '--tls-key'), ...(clientCa === undefined ? {} : { clientCa }) };
+    return { options, lines: clientCa === undefined ? [] : ['client certificates: required (--tls-client-ca)'], remove: () => {} };
+  }
+  if (flags.tls !== true) {
+    if (clientCa !== undefined) throw new QuoteBatchError('E_USAGE', '--tls-client-ca needs HTTPS: add --tls, or --tls-cert and --tls-key');
+    return undefined;
+  }
+  const { generateThrowawayPki } = await import('../sandbox/tls.js');
+  const pki = await generateThrowawayPki({ client: flags.tlsClientAuth === true });
+  const dir = flags.tlsDir === undefined ? mkdtempSync(join(tmpdir(), 'quote-batch-sandbox-tls-')) : resolve(cwd, flags.tlsDir);
+  mkdirSync(dir, { recursive: true });
+  const caFile = join(dir, 'ca.pem');
+  writeFileSync(caFile, pki.caCert);
+  const lines = [`TLS: a throwaway CA, trust it with --ca-file ${caFile}`];
+  const options: { cert: string; key: string; clientCa?: string } = { cert: pki.serverCert, key: pki.serverKey, ...(clientCa === undefined ? {} : { clientCa }) };
+  if (pki.clientCert !== undefined && pki.clientKey !== undefined) {
+    const certFile = join(dir, 'client-cert.pem');
+    const keyFile = join(dir, 'client-key.pem');
+    writeFileSync(certFile, pki.clientCert);
+    writeFileSync(keyFile, pki.clientKey, { mode: 0o600 });
+    chmodSync(keyFile, 0o600); // a file that was there keeps its mode otherwise
+    options.clientCa = pki.caCert;
+    lines.push(`client certificates: required; one is at --client-cert ${certFile} --client-key ${keyFile}`);
+  }
+  return { options, lines, remove: () => (flags.tlsDir === undefined ? rmSync(dir, { recursive: true, force: true }) : undefined) };
+}
+
 function waitForStop(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolveStop) => signal.addEventListener('abort', () => resolveStop(), { once: true }));
@@ -116,6 +170,12 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
     .option('--rps-cap-schedule <steps>', 'caps over time, "seconds:cap,…" since start, e.g. "0:40,30:20"', parseSchedule)
     .option('--capacity <n>', 'at most n quote/lead requests worked on at once; the rest queue', parseCount('--capacity'))
     .option('--queue-limit <n>', `requests that may wait for --capacity; more are answered 503 (default ${DEFAULT_FAULTS.queueLimit})`, parseCount('--queue-limit'))
+    .option('--tls', 'serve HTTPS with a throwaway CA, written to a file it names (for --ca-file)')
+    .option('--tls-dir <dir>', 'where --tls writes its files (default: a new temporary directory, removed on stop)')
+    .option('--tls-client-auth', 'with --tls: require a client certificate; writes one and its key beside the CA')
+    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM) instead; needs --tls-key')
+    .option('--tls-key <file>', 'the key of --tls-cert (PEM, unencrypted)')
+    .option('--tls-client-ca <file>', 'require a client certificate signed by a CA of this PEM file')
     .action(async (flags: SandboxFlags) => {
       const { key, source } = resolveApiKey(flags, ctx.io.env, ctx.io.cwd);
       const agentsFile = flags.agents !== undefined ? resolve(ctx.io.cwd, flags.agents) : defaultAgentsFile(ctx.io.cwd);
@@ -141,7 +201,14 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
         capacity: flags.capacity,
         queueLimit: flags.queueLimit,
       };
-      const sandbox = await startSandbox({ port: flags.port, host: flags.host, apiKey: key, agentsFile, seed: flags.seed, faults });
+      const tls = await sandboxTls(flags, ctx.io.cwd);
+      let sandbox;
+      try {
+        sandbox = await startSandbox({ port: flags.port, host: flags.host, apiKey: key, agentsFile, seed: flags.seed, faults, ...(tls === undefined ? {} : { tls: tls.options }) });
+      } catch (error) {
+        tls?.remove();
+        throw error;
+      }
       const active = describeFaults(sandbox.faults());
       // One write, so that a reader that waits for the address line also has the lines after it.
       ctx.io.out([
@@ -149,6 +216,7 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
         `accepting ${source}`,
         `agents from ${agentsFile}`,
         active.length === 0 ? 'faults: none' : `faults (seed ${flags.seed}): ${active.join(', ')}`,
+        ...(tls?.lines ?? []),
         `stats at ${sandbox.url}/__sandbox/stats; stop with Ctrl-C`,
         '',
       ].join('\n'));
@@ -156,6 +224,7 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
       await waitForStop(ctx.stop);
       const stats = sandbox.stats();
       await sandbox.close();
+      tls?.remove();
       const total = stats.operations.validate.received + stats.operations.quote.received + stats.operations.lead.received;
       ctx.io.err(`quote-batch sandbox stopped after ${total} request(s)\n`);
       ctx.setExitCode(0);

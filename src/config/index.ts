@@ -11,6 +11,8 @@ import { formatDuration, MAX_WAIT_MS, parseDuration } from '../duration.js';
 import { QuoteBatchError } from '../errors.js';
 import { assertSafeBaseUrl } from '../partner/base-url.js';
 import type { Environment } from '../partner/types.js';
+import { resolveNetwork, type NetworkFlags, type NetworkSettings } from './network.js';
+import { assertPrivateFile } from './private-file.js';
 import { configKeyOf, RUN_SETTINGS, type Setting, type SettingKind } from './settings.js';
 
 export const ENVIRONMENTS = ['sandbox', 'uat', 'production'] as const satisfies readonly Environment[];
@@ -40,13 +42,22 @@ function duration(minMs: number) {
     .refine((ms) => ms <= MAX_WAIT_MS, { error: `expected a duration of at most ${formatDuration(MAX_WAIT_MS)}` });
 }
 
+/** One environment: its base URL, and the TLS files of the way to it (config/network.ts). */
+const EnvironmentEntry = z.strictObject({
+  base_url: z.string().optional(),
+  ca: z.string().optional(),
+  client_cert: z.string().optional(),
+  client_key: z.string().optional(),
+  client_key_passphrase_file: z.string().optional(),
+});
+
 export const ConfigFile = z.strictObject({
-  /** Base URLs per environment (`sandbox` may point at an external sandbox). */
+  /** Base URLs per environment (`sandbox` may point at an external sandbox), with their TLS files. */
   environments: z
     .strictObject({
-      sandbox: z.strictObject({ base_url: z.string().optional() }).optional(),
-      uat: z.strictObject({ base_url: z.string().optional() }).optional(),
-      production: z.strictObject({ base_url: z.string().optional() }).optional(),
+      sandbox: EnvironmentEntry.optional(),
+      uat: EnvironmentEntry.optional(),
+      production: EnvironmentEntry.optional(),
     })
     .optional(),
   /** Defaults for the flags of `run` (and `--env`/`--ledger` of the other commands): one member per setting of `settings.ts`. */
@@ -56,6 +67,8 @@ export const ConfigFile = z.strictObject({
       ...Object.fromEntries(Object.values(RUN_SETTINGS).map((setting: Setting) => [configKeyOf(setting), schemaOf(setting.kind).optional()])),
       'api-key-file': z.string().optional(),
       agents: z.string().optional(),
+      /** The proxy to the partner (`--proxy`); the environment's HTTPS_PROXY wins over it. */
+      proxy: z.string().optional(),
     })
     .optional(),
 });
@@ -197,7 +210,7 @@ function describeValue(value: unknown): string {
 }
 
 /** Flags shared by every command that talks to the partner. */
-export interface ConnectionFlags {
+export interface ConnectionFlags extends NetworkFlags {
   env?: string;
   baseUrl?: string;
   apiKeyFile?: string;
@@ -211,6 +224,8 @@ export interface ConnectionSettings {
   apiKey: string;
   /** Where the key came from, for messages (never the key itself). */
   apiKeySource: string;
+  /** The proxy, CAs and client certificate of the way to the partner. */
+  network: NetworkSettings;
 }
 
 /**
@@ -271,7 +286,11 @@ export function resolveConnection(
     apiKey = SANDBOX_DEFAULT_KEY;
     apiKeySource = `the sandbox default key "${SANDBOX_DEFAULT_KEY}"`;
   }
-  return { environment, baseUrl, apiKey, apiKeySource };
+  const network = resolveNetwork(flags, env, {
+    defaults: { proxy: config.file.defaults?.proxy },
+    environment: config.file.environments?.[environment] ?? {},
+  }, baseUrl, cwd);
+  return { environment, baseUrl, apiKey, apiKeySource, network };
 }
 
 function readKeyFile(path: string): string {
@@ -291,6 +310,7 @@ function readKeyFile(path: string): string {
   const key = text.trim();
   if (key === '') throw fail('is empty', 'write the key alone on the first line of the file');
   if (/\s/.test(key)) throw fail('must hold the key alone on one line', 'remove everything but the key (no name, no quotes, no second line)');
+  assertPrivateFile(path, 'API key file');
   return key;
 }
 

@@ -8,11 +8,15 @@
  * | 2xx, `status` success or absent, or body unreadable  | ok (a warning when unreadable)      | ok only when readable   |
  * | 2xx with `status` failed / error                     | rejected                            | transient: retried      |
  * | 400, 409, 413, 422 and other 4xx not listed below    | rejected                            | rejected (row invalid)  |
- * | 401, 403, 407 / 404, 405, 3xx (not followed)         | halt: key / endpoint is wrong       | halt                    |
+ * | 401, 403 / 404, 405, 3xx (not followed)              | halt: key / endpoint is wrong       | halt                    |
+ * | 407 (from the proxy, to CONNECT or to the request)   | halt: the proxy's credentials       | halt                    |
+ * | the partner's certificate not trusted                | halt: --ca-file                     | halt                    |
+ * | the partner refused our client certificate (alert)   | halt: --client-cert                 | halt                    |
  * | 429, 500, 502, 503, 504                              | retried (429 slows, 5xx breaker)    | retried                 |
+ * | CONNECT refused by the proxy (502/503/504, other)    | retried: outage of the way out      | retried                 |
  * | another 5xx or status                                | in_doubt (a write may have applied) | retried                 |
- * | time-out, reset or cut answer after the body left    | in_doubt                            | retried                 |
- * | no connection / refused / reset before the body left | retried                             | retried                 |
+ * | time-out, reset or cut answer after the body left    | in_doubt (a tunnel cut too)         | retried                 |
+ * | no connection / refused / reset before the body left | retried (to the proxy too)          | retried                 |
  *
  * A `Retry-After` longer than `--max-retry-after` is decided by the client (it depends on a flag).
  */
@@ -21,7 +25,9 @@ import type { AttemptKind, OutcomeKind } from './types.js';
 /** Statuses by which the partner says "this failed, try again later". */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 /** The key is wrong: every request would fail alike. */
-const AUTH_STATUSES: ReadonlySet<number> = new Set([401, 403, 407]);
+const AUTH_STATUSES: ReadonlySet<number> = new Set([401, 403]);
+/** The proxy wants credentials it was not given, or refused those it was: every request would fail alike. */
+const PROXY_AUTH_REQUIRED = 407;
 /** The endpoint is wrong (a misrouted gateway or a wrong base URL): every request would fail alike. */
 const ENDPOINT_STATUSES: ReadonlySet<number> = new Set([404, 405]);
 /** An agent id longer than this is not an id: the answer is unreadable (and would bloat every request). */
@@ -35,6 +41,14 @@ export const MAX_MESSAGE_LENGTH = 300;
  * on its own), `neutral` (says nothing about the partner's health: a 429, a halt).
  */
 export type BreakerSignal = 'success' | 'failure' | 'in_doubt' | 'neutral';
+
+/**
+ * Why an attempt halts the run at once, every request being bound to fail alike: the partner refused
+ * the key (`key`) or the endpoint is wrong (`endpoint`); the proxy refused its credentials
+ * (`proxy_auth`); the partner's certificate is not trusted (`tls_trust`); the partner refused the
+ * connection for want of a client certificate it trusts (`tls_client_cert`).
+ */
+export type HaltCause = 'key' | 'endpoint' | 'proxy_auth' | 'tls_trust' | 'tls_client_cert';
 
 export interface AttemptClass {
   /** What this attempt means for the call (a retryable attempt may be followed by another). */
@@ -51,6 +65,8 @@ export interface AttemptClass {
   throttled: boolean;
   /** Set for a 2xx whose body could not be read: the row succeeds, with this warning. */
   warning?: string;
+  /** Set when the run must halt at once (outcome `forbidden` or `misrouted`). */
+  halt?: HaltCause;
 }
 
 /** One attempt's answer, as read off the wire (no got object). */
@@ -61,12 +77,53 @@ export type Answer =
       /** The parsed JSON body; raw text when it was not JSON; null when empty. */
       body: unknown;
     }
-  | { type: 'transport'; code: string; bodySent: boolean };
+  | {
+      type: 'transport';
+      code: string;
+      bodySent: boolean;
+      /** Set when the proxy failed (no tunnel to the partner): its answer to CONNECT, if it gave one. */
+      proxy?: { status?: number };
+    };
 
 /** Classifies one attempt's answer for an operation. */
 export function classifyAnswer(kind: AttemptKind, answer: Answer): AttemptClass {
-  if (answer.type === 'transport') return classifyTransportFailure(kind, answer.code, answer.bodySent);
-  return classifyResponse(kind, answer.status, answer.body);
+  if (answer.type === 'response') return classifyResponse(kind, answer.status, answer.body);
+  if (answer.proxy !== undefined) return classifyProxyFailure(answer.code, answer.proxy.status);
+  const tls = tlsRefusal(answer.code);
+  if (tls === 'tls_trust') return { outcome: 'misrouted', retry: false, errorCode: answer.code, breaker: 'neutral', throttled: false, halt: tls };
+  if (tls === 'tls_client_cert') return { outcome: 'forbidden', retry: false, errorCode: answer.code, breaker: 'neutral', throttled: false, halt: tls };
+  return classifyTransportFailure(kind, answer.code, answer.bodySent);
+}
+
+/**
+ * The proxy failed before any tunnel to the partner existed, so no request left: a 407 halts (the
+ * proxy's credentials), anything else (a CONNECT refused with 502/503/504 or another status, no
+ * connection to the proxy) is an outage of the way out: retried, counted toward the breaker.
+ */
+export function classifyProxyFailure(code: string, status: number | undefined): AttemptClass {
+  if (status === PROXY_AUTH_REQUIRED) {
+    return { outcome: 'forbidden', retry: false, errorCode: 'proxy_auth_required', breaker: 'neutral', throttled: false, halt: 'proxy_auth' };
+  }
+  return { outcome: 'retryable', retry: true, errorCode: status === undefined ? `proxy_${code}` : `proxy_http_${status}`, breaker: 'failure', throttled: false };
+}
+
+/**
+ * Node's codes for our side not trusting the partner's certificate (it is checked before any byte
+ * of the request is written) and OpenSSL's alerts by which the partner refuses the connection over
+ * our certificate (TLS 1.3 sends it once the client has finished its handshake, but the server reads
+ * no request on a connection it refused). Neither clears up by retrying.
+ */
+const TLS_UNTRUSTED = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REVOKED', 'CERT_SIGNATURE_FAILURE',
+  'CERT_CHAIN_TOO_LONG', 'INVALID_CA', 'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+const TLS_CLIENT_CERT_ALERT = /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13)_ALERT_(?:CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REVOKED|CERTIFICATE_EXPIRED|CERTIFICATE_UNKNOWN|UNKNOWN_CA|ACCESS_DENIED|HANDSHAKE_FAILURE)$/;
+
+/** Whether a transport code is a TLS refusal that halts the run, and which. */
+export function tlsRefusal(code: string): 'tls_trust' | 'tls_client_cert' | undefined {
+  if (TLS_UNTRUSTED.has(code)) return 'tls_trust';
+  return TLS_CLIENT_CERT_ALERT.test(code) ? 'tls_client_cert' : undefined;
 }
 
 /** Classifies an HTTP answer by its status and, for a 2xx, by its body's `status`. */
@@ -93,12 +150,14 @@ export function classifyResponse(kind: AttemptKind, status: number, body: unknow
   }
   if (status >= 300 && status < 400) {
     // Redirects are not followed: the key must not be replayed to a host we were not given.
-    return { ...base, outcome: 'misrouted', retry: false, errorCode: 'unexpected_redirect', breaker: 'neutral' };
+    return { ...base, outcome: 'misrouted', retry: false, errorCode: 'unexpected_redirect', breaker: 'neutral', halt: 'endpoint' };
   }
   if (AUTH_STATUSES.has(status)) {
-    return { ...base, outcome: 'forbidden', retry: false, errorCode: partnerCode ?? (status === 403 ? 'forbidden' : `http_${status}`), breaker: 'neutral' };
+    return { ...base, outcome: 'forbidden', retry: false, errorCode: partnerCode ?? (status === 403 ? 'forbidden' : `http_${status}`), breaker: 'neutral', halt: 'key' };
   }
-  if (ENDPOINT_STATUSES.has(status)) return { ...base, outcome: 'misrouted', retry: false, errorCode: `http_${status}`, breaker: 'neutral' };
+  // From a proxy on the way (to a plain-HTTP request, or a gateway's own): not the partner's key.
+  if (status === PROXY_AUTH_REQUIRED) return { ...base, outcome: 'forbidden', retry: false, errorCode: 'proxy_auth_required', breaker: 'neutral', halt: 'proxy_auth' };
+  if (ENDPOINT_STATUSES.has(status)) return { ...base, outcome: 'misrouted', retry: false, errorCode: `http_${status}`, breaker: 'neutral', halt: 'endpoint' };
   if (status === 429) return { outcome: 'retryable', retry: true, errorCode: partnerCode ?? 'rate_limited', breaker: 'neutral', throttled: true };
   if (RETRYABLE_STATUSES.has(status)) {
     return { outcome: 'retryable', retry: true, errorCode: partnerCode ?? `http_${status}`, breaker: 'failure', throttled: false };

@@ -8,7 +8,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { describeTransportError, Transport, type RawAttempt, type TransportOptions } from './_transport.js';
-import { Redactor } from './redact.js';
+import { networkSecrets, Redactor } from './redact.js';
 import { THREAD_LOST } from './thread-transport.js';
 
 export type ThreadMessage =
@@ -27,6 +27,8 @@ let transport: Transport | undefined;
  * answer, and the main thread, which every answer waits for, does not spend the time.
  */
 let redactor: Redactor | undefined;
+/** Why the transport could not be made, when it could not. */
+let unusable: string | undefined;
 /** The client posts to three URLs: each is parsed once. */
 const urls = new Map<string, URL>();
 const answer = (id: number, raw: RawAttempt): void => {
@@ -37,13 +39,18 @@ const refused = (detail: string): RawAttempt => ({ type: 'transport', code: THRE
 
 port.on('message', (message: ThreadMessage) => {
   if (message.type === 'configure') {
-    transport = new Transport(message.options);
-    redactor = new Redactor(message.options.apiKey);
+    redactor = new Redactor(message.options.apiKey, networkSecrets(message.options.network));
+    try {
+      transport = new Transport(message.options);
+    } catch (error) {
+      // A TLS context that cannot be made (the main thread checked it first): every request is refused, unsent.
+      unusable = `the HTTP thread cannot use its TLS settings: ${redactor.redact(error instanceof Error ? error.message : String(error)).slice(0, 200)}`;
+    }
     return;
   }
   const { id } = message;
   // Nothing leaves on a request the thread cannot make: it is answered, and the thread lives on.
-  if (transport === undefined) return answer(id, refused('the HTTP thread was sent a request before its options'));
+  if (transport === undefined) return answer(id, refused(unusable ?? 'the HTTP thread was sent a request before its options'));
   let url = urls.get(message.url);
   if (url === undefined) {
     try {

@@ -3,12 +3,22 @@
  * objects (which carry the request options, and so the `x-api-key` header). The answer body is
  * read as a stream and cut at `maxBodyBytes` (decompressed), so a partner that answers 50 MB costs
  * 1 MiB of memory, not 50.
+ *
+ * Through a proxy, hpagent's agents open a CONNECT tunnel per connection (https:// and http://
+ * partners alike) and keep it alive as any keep-alive socket; a failure before the tunnel exists is
+ * tagged as the proxy's (`RawAttempt.proxy`), so that it is read as an outage of the way out, not
+ * of the partner. Extra CAs and the client certificate go in one TLS context, made once.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
+import type { Duplex } from 'node:stream';
+import { createSecureContext, type SecureContext } from 'node:tls';
 import got, { type Got } from 'got';
+import { HttpProxyAgent, HttpsProxyAgent } from 'hpagent';
 import { TOOL_VERSION } from '../version.js';
 import { BEFORE_SEND_PHASES, NEVER_LEFT_CODES } from './_classify.js';
+import type { NetworkOptions } from './client-api.js';
+import { displayProxy } from './proxy.js';
 
 /** What one attempt produced, before classification. */
 export type RawAttempt =
@@ -26,7 +36,14 @@ export type RawAttempt =
       /** Bytes of body received (up to the cut). */
       bytes: number;
     }
-  | { type: 'transport'; code: string; detail: string; bodySent: boolean };
+  | {
+      type: 'transport';
+      code: string;
+      detail: string;
+      bodySent: boolean;
+      /** Set when the proxy failed before a tunnel existed: its answer to CONNECT, if any. */
+      proxy?: { status?: number };
+    };
 
 export interface TransportOptions {
   apiKey: string;
@@ -34,6 +51,7 @@ export interface TransportOptions {
   sockets: number;
   timeoutMs: number;
   maxBodyBytes: number;
+  network?: NetworkOptions;
 }
 
 /** Idle keep-alive sockets are closed after this (below the usual 5 s server idle time-out). */
@@ -44,15 +62,33 @@ export class Transport {
   readonly #agents: { http: http.Agent; https: https.Agent };
   readonly #maxBodyBytes: number;
 
+  readonly #proxyShown: string | undefined;
+
   constructor(options: TransportOptions) {
-    const { sockets, timeoutMs } = options;
+    const { sockets, timeoutMs, network = {} } = options;
     this.#maxBodyBytes = options.maxBodyBytes;
+    const connectMs = Math.min(timeoutMs, 10_000);
     // An idle socket the server closes just as a POST is written on it would look like a reset
     // after sending (in_doubt). Closing idle sockets first avoids that: Node applies the server's
     // `Keep-Alive: timeout=N` hint only below the agent's own `timeout`, so one must be set.
     const agentOptions = { keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets, timeout: IDLE_SOCKET_TIMEOUT_MS };
-    this.#agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
-    const connectMs = Math.min(timeoutMs, 10_000);
+    // One context for every connection: the CAs and the certificate are parsed once, and the
+    // agent's socket pool is not keyed on the whole CA bundle's text (as it is for a `ca` option).
+    const secureContext = secureContextOf(network);
+    const tlsOptions = secureContext === undefined ? agentOptions : { ...agentOptions, secureContext };
+    if (network.proxy === undefined) {
+      this.#agents = { http: new http.Agent(agentOptions), https: new https.Agent(tlsOptions) };
+    } else {
+      const proxy = new URL(network.proxy);
+      this.#proxyShown = displayProxy(proxy);
+      // The CONNECT has the connection time-out (hpagent ends it with 'Proxy timeout'); an https://
+      // proxy's own certificate is checked against the same roots as the partner's.
+      const proxyRequestOptions = { timeout: connectMs, ...(network.ca === undefined ? {} : { ca: network.ca }) };
+      this.#agents = {
+        http: tagProxyFailures(new HttpProxyAgent({ ...agentOptions, proxy, proxyRequestOptions })),
+        https: tagProxyFailures(new HttpsProxyAgent({ ...tlsOptions, proxy, proxyRequestOptions })),
+      };
+    }
     this.#got = got.extend({
       agent: this.#agents,
       headers: {
@@ -122,7 +158,7 @@ export class Transport {
         bytes += chunk.length;
       });
       stream.on('end', () => settle(answer(false)));
-      stream.on('error', (error: unknown) => settle(describeTransportError(error)));
+      stream.on('error', (error: unknown) => settle(describeTransportError(error, this.#proxyShown)));
     });
   }
 
@@ -133,12 +169,48 @@ export class Transport {
   }
 }
 
+/** Set on an error of the proxy hop (see {@link tagProxyFailures}): the proxy's answer to CONNECT, if any. */
+const PROXY_FAILURE = Symbol('quote-batch proxy failure');
+interface ProxyFailure { status?: number; timedOut: boolean }
+
+/**
+ * The agent, with every failure to open its tunnel marked as the proxy's: hpagent hands such
+ * failures (no connection to the proxy, a CONNECT answered other than 200, its time-out) to the
+ * connection callback, and nothing else. Once the tunnel exists, errors are the partner's hop.
+ */
+function tagProxyFailures<A extends http.Agent>(agent: A): A {
+  const open = agent.createConnection.bind(agent) as (options: unknown, callback: (error: Error | null, socket: Duplex | null) => void) => void;
+  (agent as unknown as { createConnection: typeof open }).createConnection = (options, callback) => {
+    open(options, (error, socket) => {
+      if (error !== null) {
+        const status = /^Bad response: (\d{3})$/.exec(error.message)?.[1];
+        const failure: ProxyFailure = { timedOut: error.message === 'Proxy timeout', ...(status === undefined ? {} : { status: Number(status) }) };
+        (error as Error & { [PROXY_FAILURE]?: ProxyFailure })[PROXY_FAILURE] = failure;
+      }
+      callback(error, socket);
+    });
+  };
+  return agent;
+}
+
+/** The TLS context of the partner's connections when it differs from Node's default. */
+function secureContextOf(network: NetworkOptions): SecureContext | undefined {
+  if (network.ca === undefined && network.cert === undefined) return undefined;
+  return createSecureContext({
+    ...(network.ca === undefined ? {} : { ca: network.ca }),
+    ...(network.cert === undefined ? {} : { cert: network.cert, key: network.key, passphrase: network.passphrase }),
+  });
+}
+
 /**
  * Reads only what is needed from a got error: its code, a short text and whether the body left.
  * The error itself is dropped because it holds the options (and so the `x-api-key` header).
+ * `proxyShown` names the proxy in the text of a failure of the proxy hop.
  */
-export function describeTransportError(error: unknown): RawAttempt {
-  const e = (error ?? {}) as { code?: unknown; message?: unknown; event?: unknown; name?: unknown; timings?: { upload?: number } };
+export function describeTransportError(error: unknown, proxyShown?: string): RawAttempt {
+  const e = (error ?? {}) as { code?: unknown; message?: unknown; event?: unknown; name?: unknown; timings?: { upload?: number }; cause?: unknown };
+  const viaProxy = (e.cause as { [PROXY_FAILURE]?: ProxyFailure } | undefined)?.[PROXY_FAILURE] ?? (e as { [PROXY_FAILURE]?: ProxyFailure })[PROXY_FAILURE];
+  if (viaProxy !== undefined) return describeProxyFailure(viaProxy, e.code, (e.cause as { message?: unknown } | undefined)?.message ?? e.message, proxyShown ?? 'the proxy');
   const code = typeof e.code === 'string' && e.code !== '' ? e.code : 'ERR_REQUEST';
   const event = typeof e.event === 'string' ? e.event : undefined;
   let bodySent = e.timings?.upload !== undefined;
@@ -148,8 +220,31 @@ export function describeTransportError(error: unknown): RawAttempt {
     detail = `time-out in the '${event}' phase`;
   } else if (e.name === 'ReadError') {
     detail = 'the answer was cut off';
+  } else if (/^ERR_SSL_\w+_ALERT_/.test(code)) {
+    // OpenSSL's own text names its source files; the alert's name says it all.
+    detail = `the server ended the TLS handshake with the alert "${code.replace(/^ERR_SSL_\w+?_ALERT_/, '').toLowerCase().replace(/_/g, ' ')}"`;
   } else {
-    detail = typeof e.message === 'string' ? e.message.slice(0, 200) : 'request failed';
+    detail = typeof e.message === 'string' ? e.message.replace(/\s+/g, ' ').trim().slice(0, 200) : 'request failed';
   }
   return { type: 'transport', code, detail, bodySent };
+}
+
+/** A failure before the tunnel existed: nothing left for the partner. The text names the hop. */
+function describeProxyFailure(failure: ProxyFailure, code: unknown, message: unknown, shown: string): RawAttempt {
+  if (failure.status !== undefined) {
+    const text = http.STATUS_CODES[failure.status] ?? '';
+    const what = failure.status === 407
+      ? 'it asks for credentials, or refused those given'
+      : 'it could not or would not reach the partner';
+    return {
+      type: 'transport', code: `PROXY_${failure.status}`, bodySent: false, proxy: { status: failure.status },
+      detail: `the proxy ${shown} answered ${failure.status}${text === '' ? '' : ` ${text}`} to CONNECT: ${what}`,
+    };
+  }
+  if (failure.timedOut) {
+    return { type: 'transport', code: 'ETIMEDOUT', bodySent: false, proxy: {}, detail: `no answer from the proxy ${shown} to CONNECT in time` };
+  }
+  const errorCode = typeof code === 'string' && code !== '' && code !== 'ERR_GOT_REQUEST_ERROR' ? code : 'ERR_PROXY';
+  const reason = typeof message === 'string' ? message.slice(0, 200) : 'failed';
+  return { type: 'transport', code: errorCode, bodySent: false, proxy: {}, detail: `no connection to the proxy ${shown}: ${reason}` };
 }

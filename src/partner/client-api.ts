@@ -45,6 +45,24 @@ export interface PartnerClientOptions {
   random?: () => number;
   /** Told when a breaker opens or closes, a probe is made, or the client halts (for logs and the ledger). */
   onEvent?: (event: ClientEvent) => void;
+  /** The way to the partner: a proxy, extra trusted CAs, a client certificate. Default: straight, Node's roots. */
+  network?: NetworkOptions;
+}
+
+/**
+ * How requests reach the partner (README, "Behind a proxy, with a private CA or a client
+ * certificate"). TLS verification is never turned off: `ca` only adds roots.
+ */
+export interface NetworkOptions {
+  /** The proxy to tunnel through (CONNECT), its credentials in the URL; absent: straight. */
+  proxy?: string;
+  /** PEM certificates to trust for the partner: the whole list (Node's roots are in it when they should be). */
+  ca?: string[];
+  /** Client certificate (PEM) for mutual TLS, and its key. */
+  cert?: string;
+  key?: string;
+  /** The key's passphrase (a secret: redacted like the key). */
+  passphrase?: string;
 }
 
 /** What the client tells its caller outside of calls. */
@@ -57,12 +75,14 @@ export type ClientEvent =
   | { type: 'retry_after'; until: Date };
 
 /**
- * Why the client halted: `forbidden` the partner refused the key (401/403/407); `misrouted` it
+ * Why the client halted: `forbidden` the partner refused the key (401/403); `misrouted` it
  * answered 404/405 or a redirect (base URL or endpoint wrong); `retry_after` it asked to wait longer
  * than `maxRetryAfterMs` (`retryAfter`: when it may be asked again); `outage` a breaker stayed open
- * beyond `maxOutageMs`; `in_doubt` too many sends in doubt while the partner was not answering.
+ * beyond `maxOutageMs`; `in_doubt` too many sends in doubt while the partner was not answering;
+ * `proxy_auth` the proxy refused its credentials (407); `tls_trust` the partner's certificate is not
+ * trusted; `tls_client_cert` the partner refused the connection for want of a client certificate it trusts.
  */
-export type HaltKind = 'forbidden' | 'misrouted' | 'retry_after' | 'outage' | 'in_doubt';
+export type HaltKind = 'forbidden' | 'misrouted' | 'retry_after' | 'outage' | 'in_doubt' | 'proxy_auth' | 'tls_trust' | 'tls_client_cert';
 
 /** `validate`: agent validation; `submit`: quote and lead. */
 export type BreakerName = 'validate' | 'submit';

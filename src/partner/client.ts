@@ -13,7 +13,7 @@
 import { DEFAULTS } from '../config/defaults.js';
 import type { ZodType } from 'zod';
 import { formatDuration } from '../duration.js';
-import { describeAttempt, parseAnswerBody, statusOf, type Parsed } from './_answer-text.js';
+import { describeAttempt, failureText, haltOf, parseAnswerBody, type HaltContext, type Parsed } from './_answer-text.js';
 import { classifyAnswer, type AttemptClass } from './_classify.js';
 import { sleep } from './_sleep.js';
 import { ThreadTransport } from './thread-transport.js';
@@ -24,7 +24,8 @@ import { CircuitBreaker, type BreakerPermit, type BreakerState } from './circuit
 import { FixedLimiter, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot } from './concurrency.js';
 import { CallMetrics, type MetricsSample } from './metrics.js';
 import { RateLimiter } from './rate-limiter.js';
-import { Redactor } from './redact.js';
+import { displayProxy } from './proxy.js';
+import { networkSecrets, Redactor } from './redact.js';
 import { AgentValidateResponse, QuoteSuccessResponse } from './schemas.js';
 import type { AttemptKind, AttemptRecord, CallOutcome, Operation, OutcomeKind } from './types.js';
 import type { BreakerName, CallOptions, ClientEvent, HaltKind, PartnerClient, PartnerClientOptions, SendDecision } from './client-api.js';
@@ -78,8 +79,14 @@ class GotPartnerClient implements PartnerClient {
   #lastFailure: string | undefined;
   /** Whether that failure was a request sent and not answered within --timeout: a slow partner, not a closed port. */
   #lastFailureTimedOut = false;
+  /** Whether that failure was the proxy's (no tunnel to the partner). */
+  #lastFailureAtProxy = false;
   /** The base URL as messages show it. */
   readonly #baseShown: string;
+  /** The proxy as messages show it (no credentials), or undefined: straight to the partner. */
+  readonly #proxyShown: string | undefined;
+  /** What the halts' wording needs (`haltOf`). */
+  readonly #haltContext: Omit<HaltContext, 'path' | 'when'>;
   /** "within --timeout (30s)", as messages about requests left unanswered say it. */
   readonly #withinTimeout: string;
 
@@ -91,7 +98,13 @@ class GotPartnerClient implements PartnerClient {
       return { url, label: `POST ${displayUrl(url)}` };
     };
     this.#endpoints = { agent_validate: endpoint('agent_validate'), quote: endpoint('quote'), lead: endpoint('lead') };
-    this.#redactor = new Redactor(options.apiKey);
+    this.#redactor = new Redactor(options.apiKey, networkSecrets(options.network));
+    const proxy = options.network?.proxy === undefined ? undefined : new URL(options.network.proxy);
+    this.#proxyShown = proxy === undefined ? undefined : displayProxy(proxy);
+    this.#haltContext = {
+      baseShown: this.#baseShown, proxyShown: this.#proxyShown,
+      proxyHasCredentials: proxy !== undefined && (proxy.username !== '' || proxy.password !== ''), hasClientCert: options.network?.cert !== undefined,
+    };
     const concurrency = positiveInt(options.concurrency, DEFAULTS.concurrency);
     const timeoutMs = positiveInt(options.timeoutMs, DEFAULTS.timeoutMs);
     this.#withinTimeout = `within --timeout (${formatDuration(timeoutMs)})`;
@@ -132,7 +145,10 @@ class GotPartnerClient implements PartnerClient {
         }
       }, { once: true });
     }
-    this.#transport = new ThreadTransport({ apiKey: options.apiKey, sockets: concurrency, timeoutMs, maxBodyBytes: positiveInt(options.maxBodyBytes, DEFAULTS.maxBodyBytes) });
+    this.#transport = new ThreadTransport({
+      apiKey: options.apiKey, sockets: concurrency, timeoutMs, maxBodyBytes: positiveInt(options.maxBodyBytes, DEFAULTS.maxBodyBytes),
+      ...(options.network === undefined ? {} : { network: options.network }),
+    });
   }
 
   get halted(): boolean {
@@ -283,10 +299,8 @@ class GotPartnerClient implements PartnerClient {
       const detail = describeAttempt(raw, parsed.body, cls);
       lastDetail = detail;
       if (cls.outcome === 'forbidden' || cls.outcome === 'misrouted') {
-        const reason = cls.outcome === 'forbidden'
-          ? `the partner refused the API key (${statusOf(raw)}): it is wrong for this environment, or revoked`
-          : `the partner answered ${statusOf(raw)} for ${PATHS[kind]}: the base URL or the endpoint is wrong (a misrouted gateway?)`;
-        this.#haltWith(cls.outcome, reason);
+        const { kind: haltKind, reason } = this.#haltFor(cls, raw, kind, '');
+        this.#haltWith(haltKind, reason);
         return finish(cls.outcome, cls.errorCode, detail, { halt: reason });
       }
       if (!cls.retry) return finish(cls.outcome, cls.errorCode, detail);
@@ -414,9 +428,16 @@ class GotPartnerClient implements PartnerClient {
     const { raw, cls, record: attempt } = await this.#attempt('agent_validate', JSON.stringify({ email }));
     const answered = cls.breaker === 'success';
     this.#onEvent({ type: 'probe', attempt, email, answered });
-    if (cls.outcome === 'forbidden') this.#haltWith('forbidden', `the partner refused the API key (${statusOf(raw)}) while probing: it is wrong for this environment, or revoked`);
-    if (cls.outcome === 'misrouted') this.#haltWith('misrouted', `the partner answered ${statusOf(raw)} for ${PATHS.agent_validate} while probing: the base URL or the endpoint is wrong`);
+    if (cls.outcome === 'forbidden' || cls.outcome === 'misrouted') {
+      const { kind: haltKind, reason } = this.#haltFor(cls, raw, 'agent_validate', ' while probing');
+      this.#haltWith(haltKind, reason);
+    }
     return answered;
+  }
+
+  /** The halt an attempt classified `forbidden` or `misrouted` calls for, and its reason (one line, no secret). */
+  #haltFor(cls: AttemptClass, raw: RawAttempt, kind: AttemptKind, when: string): { kind: HaltKind; reason: string } {
+    return haltOf(cls, raw, { ...this.#haltContext, path: PATHS[kind], when });
   }
 
   /**
@@ -436,11 +457,8 @@ class GotPartnerClient implements PartnerClient {
     this.#metrics.record(durationMs, cls, kind !== 'agent_validate');
     if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') {
       this.#lastFailureTimedOut = raw.type === 'transport' && raw.code === 'ETIMEDOUT' && raw.bodySent;
-      this.#lastFailure = raw.type === 'response'
-        ? `its last answer ${statusOf(raw)}`
-        : this.#lastFailureTimedOut
-          ? `last attempt sent and not answered ${this.#withinTimeout}`
-          : `last attempt ${statusOf(raw)}, no answer`;
+      this.#lastFailureAtProxy = raw.type === 'transport' && raw.proxy !== undefined;
+      this.#lastFailure = failureText(raw, this.#withinTimeout, this.#proxyShown);
     }
     const record: AttemptRecord = {
       kind,
@@ -459,6 +477,8 @@ class GotPartnerClient implements PartnerClient {
    */
   #neverAnswered(): string {
     if (this.#reached) return '';
+    // The way out failed, not (as far as anyone knows) the partner: its address is not in question.
+    if (this.#lastFailureAtProxy) return `; no request of this run has got through the proxy ${this.#proxyShown ?? ''} to ${this.#baseShown}: check the proxy, or whether it lets this host reach the partner`;
     const none = `; no request of this run has had an answer from ${this.#baseShown}`;
     // The request left and the connection held: the partner may just be slower than --timeout.
     if (this.#lastFailureTimedOut) return `${none} ${this.#withinTimeout}: if the partner is that slow, raise --timeout; if that address is wrong, fix --base-url (or --env)`;

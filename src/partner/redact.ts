@@ -17,10 +17,46 @@
  */
 
 import { escapeRegex, LeakCheck, MIN_ENCODED_LENGTH, stableBase64, toBase64Url } from './_leak-check.js';
+import type { NetworkOptions } from './client-api.js';
+import { proxyPassword } from './proxy.js';
 
 export const REDACTED = '[redacted]';
 
+/**
+ * Takes every secret the client holds out of a text: the API key, and the proxy's password and the
+ * client key's passphrase when there are (README, "Behind a proxy…"), each in every form the key is
+ * looked for in. Secrets that are empty, or the same as another, are skipped.
+ */
 export class Redactor {
+  readonly #secrets: readonly SecretRedactor[];
+
+  constructor(secret: string, others: readonly (string | undefined)[] = []) {
+    const distinct = [...new Set([secret, ...others].filter((s): s is string => s !== undefined && s !== ''))];
+    // Longest first: a secret that holds another is taken whole before the shorter one cuts it up.
+    this.#secrets = distinct.sort((a, b) => b.length - a.length).map((s) => new SecretRedactor(s));
+  }
+
+  /** `text` with each secret, in any of its forms, replaced by {@link REDACTED} (see {@link SecretRedactor.redact}). */
+  redact(text: string): string {
+    let out = text;
+    for (const secret of this.#secrets) out = secret.redact(out);
+    return out;
+  }
+}
+
+/** The secrets of the way to the partner besides the key: the proxy's password, the client key's passphrase. */
+export function networkSecrets(network: NetworkOptions | undefined): string[] {
+  const secrets: string[] = [];
+  if (network?.proxy !== undefined) {
+    const password = proxyPassword(new URL(network.proxy));
+    if (password !== undefined) secrets.push(password);
+  }
+  if (network?.passphrase !== undefined) secrets.push(network.passphrase);
+  return secrets;
+}
+
+/** One secret's redaction (the API key's, and the same for each other secret). */
+class SecretRedactor {
   /** The key itself, in its echoed forms (see {@link characterForms}). */
   readonly #pattern: RegExp | null;
   /** The cores of the encoded fragments, one capturing group each (in {@link #fragments}' order). */

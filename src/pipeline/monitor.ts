@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
 import { limitSetBy, settledLimitOf, settledPaceOf, type LimitSample } from '../report/timeline.js';
-import { settleInDoubt, type AdviceTarget } from '../advice.js';
+import { NETWORK_HALT_HINTS, settleInDoubt, type AdviceTarget } from '../advice.js';
 
 const SAMPLE_EVERY_MS = 1000;
 /** Transient failures (5xx, time-outs, 429s) within this window that make a warn line. */
@@ -63,6 +63,11 @@ export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>, here: 
       return { code: 'E_CIRCUIT_OPEN', hint: 'the partner looks down: run the same command again later to resume (--max-outage sets how long a run waits for it)' };
     case 'in_doubt':
       return { code: 'E_CIRCUIT_OPEN', hint: `the partner stopped answering after requests were sent, leaving rows in doubt: ${settleInDoubt(here)}, then run the same command again later to resume` };
+    case 'proxy_auth':
+      return { code: 'E_PROXY_AUTH', hint: `${NETWORK_HALT_HINTS.proxy_auth} to resume` };
+    case 'tls_trust':
+    case 'tls_client_cert':
+      return { code: 'E_TLS', hint: `${NETWORK_HALT_HINTS[event.kind]} to resume` };
   }
 }
 

@@ -23,6 +23,12 @@ export function nextStep(result: RunJobResult, ledgerPath: string): string {
         return `job not completed: ${reason}`;
       case 'outage':
         return 'job not completed: the partner looks down; run the same command again later to resume';
+      case 'proxy_auth':
+        return 'job not completed: the proxy refused its credentials (407); fix the proxy URL\'s user and password, then run again to resume';
+      case 'tls_trust':
+        return 'job not completed: the partner\'s TLS certificate is not trusted; give its CA with --ca-file, then run again to resume';
+      case 'tls_client_cert':
+        return 'job not completed: the partner refused the TLS connection without a client certificate it trusts; give it with --client-cert and --client-key, then run again to resume';
       case 'in_doubt':
         // A resumed run does not resend rows in doubt: saying only "run again" would leave them.
         return `job not completed: the partner stopped answering and ${result.counts.in_doubt} row(s) are in doubt; ${settleInDoubt(here)}, then run the same command again later to resume`;

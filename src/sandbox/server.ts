@@ -4,7 +4,8 @@
  * answered (faults, the rate cap, the capacity queue, latency); `responses.ts` says what the
  * answer is. See docs/sandbox.md for the behaviour.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { Socket, AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { QuoteBatchError } from '../errors.js';
@@ -36,11 +37,13 @@ export interface SandboxOptions {
   seed?: number;
   /** Initial faults (all off by default). */
   faults?: Partial<SandboxFaults>;
+  /** Serve HTTPS with this certificate and key (PEM); `clientCa` also requires a client certificate signed by it. */
+  tls?: { cert: string; key: string; clientCa?: string };
 }
 
 /** A running sandbox. */
 export interface SandboxHandle {
-  /** Base URL, e.g. `http://127.0.0.1:41234` (no trailing slash). */
+  /** Base URL, e.g. `http://127.0.0.1:41234` (`https://` with `tls`; no trailing slash). */
   readonly url: string;
   readonly port: number;
   /** A copy of the counters (same as `GET /__sandbox/stats`). */
@@ -300,7 +303,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     engine.resetPeaks();
   }
 
-  const server = createServer((req, res) => {
+  const handler: RequestListener = (req, res) => {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query < 0 ? url : url.slice(0, query);
@@ -339,6 +342,19 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       if (operation === undefined || draws === undefined) handleAdmin(path, req, res, text);
       else handleOperation({ operation, res, arrivedAtMs: performance.now(), delayMs }, req, text, tooLarge, draws);
     });
+  };
+  const { tls } = options;
+  // With a client CA, a connection without a certificate it signed is refused in the handshake:
+  // no request on it is read (a partner's mutual-TLS gateway does the same).
+  const server = tls === undefined
+    ? createServer(handler)
+    : createTlsServer({ cert: tls.cert, key: tls.key, ...(tls.clientCa === undefined ? {} : { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true }) }, handler);
+  server.on(tls === undefined ? 'connection' : 'secureConnection', () => {
+    stats.connections.accepted += 1;
+  });
+  server.on('tlsClientError', (_error: Error, socket: Socket) => {
+    stats.connections.refused += 1;
+    if (!socket.destroyed) socket.destroy();
   });
   // Node's default 5 s keep-alive time-out races with clients that reuse an idle socket just as
   // the server closes it: the caller would see a spurious reset (an in-doubt row). Idle sockets
@@ -365,7 +381,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     });
   });
   const address = server.address() as AddressInfo;
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  const url = `${tls === undefined ? 'http' : 'https'}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 
   return {
     url,

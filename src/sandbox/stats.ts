@@ -76,6 +76,11 @@ export interface SandboxStats {
   duplicateLeads: string[];
   /** Requests to paths that are not an operation or a `/__sandbox/` route. */
   unknownRoutes: number;
+  /**
+   * Connections: `accepted` (over HTTPS, once the handshake is done: a keep-alive connection carries
+   * many requests), and, over HTTPS, `refused` in the handshake (no client certificate it trusts).
+   */
+  connections: { accepted: number; refused: number };
   /** When the counts started (start or the last reset), ISO 8601. */
   since: string;
   /**
@@ -137,6 +142,7 @@ export class StatsRecorder {
   private originMs = this.epochMs - (this.since.getTime() % 1000);
   faults: FaultStats = emptyFaults();
   unknownRoutes = 0;
+  connections = { accepted: 0, refused: 0 };
 
   countReceived(operation: SandboxOperation): void {
     this.received[operation] += 1;
@@ -199,6 +205,7 @@ export class StatsRecorder {
     this.leads = new Map();
     this.faults = emptyFaults();
     this.unknownRoutes = 0;
+    this.connections = { accepted: 0, refused: 0 };
   }
 
   snapshot(capacity: CapacityStats): SandboxStats {
@@ -217,7 +224,7 @@ export class StatsRecorder {
     const duplicateLeads = [...this.leads].filter(([, lead]) => lead.processed > 1).map(([key]) => key);
     duplicateLeads.sort();
     return {
-      operations, statuses, faults: { ...this.faults }, leads, duplicateLeads, unknownRoutes: this.unknownRoutes,
+      operations, statuses, faults: { ...this.faults }, leads, duplicateLeads, unknownRoutes: this.unknownRoutes, connections: { ...this.connections },
       since: this.since.toISOString(),
       latencyMs: { validate: this.latency.validate.summary(), quote: this.latency.quote.summary(), lead: this.latency.lead.summary() },
       perSecond: this.perSecond(),

@@ -1,6 +1,6 @@
 /** Contract §5's answer table, row by row, for quote/lead and for agent validation. */
 import { describe, expect, it } from 'vitest';
-import { classifyAnswer, classifyResponse, classifyTransportFailure, readValidation, type Answer } from '../../src/partner/_classify.js';
+import { classifyAnswer, classifyResponse, classifyTransportFailure, readValidation, tlsRefusal, type Answer } from '../../src/partner/_classify.js';
 
 const FAILED = { status: 'failed', message: 'State AK is not supported', error_code: 'state_not_supported' };
 const SUCCESS = { status: 'success', message: 'Processed successfully.', transaction_id: 't-1' };
@@ -103,5 +103,54 @@ describe('classifyTransportFailure', () => {
     expect(classifyTransportFailure('quote', 'ECONNREFUSED', false)).toMatchObject({ outcome: 'retryable', retry: true });
     expect(classifyTransportFailure('lead', 'ETIMEDOUT', true)).toMatchObject({ outcome: 'in_doubt', retry: false });
     expect(classifyTransportFailure('agent_validate', 'ECONNRESET', true)).toMatchObject({ outcome: 'retryable', retry: true });
+  });
+});
+
+describe('the way to the partner: proxy and TLS (README, "Behind a proxy…")', () => {
+  const viaProxy = (code: string, status?: number): Answer => ({ type: 'transport', code, bodySent: false, proxy: status === undefined ? {} : { status } });
+  const tls = (code: string, bodySent = false): Answer => ({ type: 'transport', code, bodySent });
+  it.each([
+    // answer, outcome, retry, breaker, errorCode, halt
+    ['CONNECT answered 407', viaProxy('PROXY_407', 407), 'forbidden', false, 'neutral', 'proxy_auth_required', 'proxy_auth'],
+    ['407 answered to the request itself (a plain-HTTP proxy, a gateway)', response(407), 'forbidden', false, 'neutral', 'proxy_auth_required', 'proxy_auth'],
+    ['CONNECT answered 502: an outage of the way out', viaProxy('PROXY_502', 502), 'retryable', true, 'failure', 'proxy_http_502', undefined],
+    ['CONNECT answered 503', viaProxy('PROXY_503', 503), 'retryable', true, 'failure', 'proxy_http_503', undefined],
+    ['CONNECT answered 504', viaProxy('PROXY_504', 504), 'retryable', true, 'failure', 'proxy_http_504', undefined],
+    ['CONNECT answered 403 (a proxy rule) or 500: a failed CONNECT', viaProxy('PROXY_403', 403), 'retryable', true, 'failure', 'proxy_http_403', undefined],
+    ['no connection to the proxy', viaProxy('ECONNREFUSED'), 'retryable', true, 'failure', 'proxy_ECONNREFUSED', undefined],
+    ['no answer to CONNECT in time', viaProxy('ETIMEDOUT'), 'retryable', true, 'failure', 'proxy_ETIMEDOUT', undefined],
+    ['the partner\'s certificate from an unknown CA', tls('SELF_SIGNED_CERT_IN_CHAIN'), 'misrouted', false, 'neutral', 'SELF_SIGNED_CERT_IN_CHAIN', 'tls_trust'],
+    ['the partner\'s certificate for another name', tls('ERR_TLS_CERT_ALTNAME_INVALID'), 'misrouted', false, 'neutral', 'ERR_TLS_CERT_ALTNAME_INVALID', 'tls_trust'],
+    ['the partner\'s certificate expired', tls('CERT_HAS_EXPIRED'), 'misrouted', false, 'neutral', 'CERT_HAS_EXPIRED', 'tls_trust'],
+    // TLS 1.3: the alert comes after the client wrote its request, which the server never read.
+    ['TLS 1.3: no client certificate', tls('ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', true), 'forbidden', false, 'neutral', 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', 'tls_client_cert'],
+    ['TLS 1.2: no client certificate', tls('ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE'), 'forbidden', false, 'neutral', 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', 'tls_client_cert'],
+    ['a client certificate from a CA the partner does not trust', tls('ERR_SSL_TLSV1_ALERT_UNKNOWN_CA', true), 'forbidden', false, 'neutral', 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA', 'tls_client_cert'],
+    ['another TLS error is a transport failure as before', tls('ERR_SSL_WRONG_VERSION_NUMBER'), 'retryable', true, 'failure', 'ERR_SSL_WRONG_VERSION_NUMBER', undefined],
+  ] as const)('%s', (_name, answer, outcome, retry, breaker, errorCode, halt) => {
+    for (const kind of ['quote', 'lead', 'agent_validate'] as const) {
+      const cls = classifyAnswer(kind, answer);
+      expect(cls).toMatchObject({ outcome, retry, breaker, errorCode, throttled: false });
+      expect(cls.halt).toBe(halt);
+    }
+  });
+
+  it('a tunnel cut after the body was sent leaves a quote or lead in doubt, as any cut answer; a validation is retried', () => {
+    const cut: Answer = { type: 'transport', code: 'ECONNRESET', bodySent: true };
+    expect(classifyAnswer('quote', cut)).toMatchObject({ outcome: 'in_doubt', retry: false, breaker: 'in_doubt' });
+    expect(classifyAnswer('lead', cut)).toMatchObject({ outcome: 'in_doubt', retry: false, breaker: 'in_doubt' });
+    expect(classifyAnswer('agent_validate', cut)).toMatchObject({ outcome: 'retryable', retry: true, breaker: 'failure' });
+  });
+
+  it('the partner\'s own refusals name their cause too: key (401, 403), endpoint (404, 405, redirects)', () => {
+    expect([401, 403].map((status) => classifyResponse('quote', status, null).halt)).toEqual(['key', 'key']);
+    expect([404, 405, 301].map((status) => classifyResponse('quote', status, null).halt)).toEqual(['endpoint', 'endpoint', 'endpoint']);
+    expect([400, 429, 500, 200].map((status) => classifyResponse('quote', status, {}).halt)).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
+  it('tlsRefusal tells trust from client-certificate refusals', () => {
+    expect(tlsRefusal('UNABLE_TO_VERIFY_LEAF_SIGNATURE')).toBe('tls_trust');
+    expect(tlsRefusal('ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE')).toBe('tls_client_cert');
+    expect(tlsRefusal('ECONNRESET')).toBeUndefined();
   });
 });

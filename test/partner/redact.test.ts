@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REDACTED, Redactor } from '../../src/partner/redact.js';
+import { networkSecrets, REDACTED, Redactor } from '../../src/partner/redact.js';
 
 const KEY = 'canary-Key_7f3a9/+x';
 const redactor = new Redactor(KEY);
@@ -339,5 +339,34 @@ describe('Redactor: large answers (up to the 1 MiB read)', () => {
     expect(JSON.parse(redactor.redact(JSON.stringify({ doc: withKey, ok: 1 })))).toEqual({ doc: REDACTED, ok: 1 });
     const tokens = Array.from({ length: 10_000 }, (_, i) => Buffer.from(`token ${i} of some other data`).toString('base64'));
     expect(redactor.redact(JSON.stringify(tokens))).toBe(JSON.stringify(tokens));
+  });
+});
+
+describe('Redactor: the other secrets of the way to the partner (README, "Behind a proxy…")', () => {
+  const PROXY_PASSWORD = 'Pr0xy-canary:pw/7Hq';
+  const PASSPHRASE = 'key passphrase canary 42';
+  const all = new Redactor(KEY, [PROXY_PASSWORD, PASSPHRASE, undefined, '', KEY]);
+  it.each([
+    ['the proxy password, raw', PROXY_PASSWORD],
+    ['the proxy password, percent-encoded as in its URL', encodeURIComponent(PROXY_PASSWORD)],
+    ['the proxy password in a Proxy-Authorization header echoed back', `Basic ${Buffer.from(`ops:${PROXY_PASSWORD}`).toString('base64')}`],
+    ['the proxy password in a whole proxy URL', `http://ops:${encodeURIComponent(PROXY_PASSWORD)}@proxy.corp:3128`],
+    ['the proxy password JSON-escaped', jsonEscapeAll(PROXY_PASSWORD)],
+    ['the passphrase, raw', PASSPHRASE],
+    ['the passphrase, form-encoded', encodeURIComponent(PASSPHRASE).replace(/%20/g, '+')],
+    ['the passphrase in hex', Buffer.from(PASSPHRASE).toString('hex')],
+    ['the key beside them', `${KEY} ${PASSPHRASE}`],
+  ])('%s', (_name, form) => {
+    const out = all.redact(`{"echo":"${form}","status":"failed"}`);
+    expect(out).toContain(REDACTED);
+    for (const secret of [KEY, PROXY_PASSWORD, PASSPHRASE]) expect(out).not.toContain(secret);
+    expect(out).not.toContain(form);
+    expect(out).toContain('"status":"failed"');
+  });
+
+  it('networkSecrets: the proxy URL\'s password (decoded) and the passphrase, nothing when there are none', () => {
+    expect(networkSecrets({ proxy: `http://ops:${encodeURIComponent(PROXY_PASSWORD)}@proxy:3128`, passphrase: PASSPHRASE })).toEqual([PROXY_PASSWORD, PASSPHRASE]);
+    expect(networkSecrets({ proxy: 'http://proxy:3128' })).toEqual([]);
+    expect(networkSecrets(undefined)).toEqual([]);
   });
 });

@@ -1,19 +1,22 @@
 /**
- * Security checks (issue item 6): the API key (from the environment or from --api-key-file) and
- * personal values of the input never reach stdout, stderr (plain or --json-log), error output or
- * any byte of a default ledger; ledger files are 0600 even under umask 000; `http://` base URLs
+ * Security checks (issue item 6): the API key (from the environment or from --api-key-file), the
+ * proxy's password and the client key's passphrase, and personal values of the input never reach
+ * stdout, stderr (plain or --json-log), error output, reports or any byte of a default ledger; ledger files are 0600 even under umask 000; `http://` base URLs
  * are refused except on loopback; NODE_TLS_REJECT_UNAUTHORIZED=0 is refused at start-up.
  * The crash, fault and bad-input suites run with the same canary key and search their outputs too.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { CLI, cliEnv, REPO_ROOT, runCli, type CliResult } from '../helpers/cli.js';
+import { startForwardProxy, type ForwardProxy } from '../helpers/forward-proxy.js';
+import { startHttpsSandbox, writeTlsFiles } from '../helpers/https-sandbox.js';
 import { useTempDir } from '../helpers/temp-dir.js';
-import { ledgerBytes, readLedger } from '../pipeline/_setup.js';
-import { CANARY_KEY, expectNoSecrets, expectPrivateLedger, startCanarySandbox } from './_shared.js';
+import { ledgerBytes, readLedger, SAMPLE_AGENTS } from '../pipeline/_setup.js';
+import { CANARY_KEY, expectNoSecrets, expectPrivateLedger, findSecret, startCanarySandbox } from './_shared.js';
 
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'robustness', 'security');
 const CSV = join(FIXTURES, 'canary-pii.csv');
@@ -109,6 +112,76 @@ describe('secrets and personal data', () => {
     });
     expect(result.code, result.stderr).toBe(1);
     expectPrivateLedger('umask 000', ledger);
+  });
+});
+
+describe('the secrets of the way to the partner: the proxy\'s password, the client key\'s passphrase', () => {
+  const tmp = useTempDir('quote-batch-security-network-');
+  const PROXY_USER = 'ops';
+  const PROXY_PASSWORD = 'canary-Pr0xy:pw/8Rt';
+  const PASSPHRASE = 'canary passphrase Kq7 of the key';
+  /** Every form they could leak in: as typed, as in the proxy URL, as in the Proxy-Authorization header. */
+  const NETWORK_SECRETS = [
+    PROXY_PASSWORD, encodeURIComponent(PROXY_PASSWORD), Buffer.from(`${PROXY_USER}:${PROXY_PASSWORD}`).toString('base64'),
+    PASSPHRASE, encodeURIComponent(PASSPHRASE),
+  ];
+  let sandbox: SandboxHandle;
+  let proxy: ForwardProxy;
+  afterEach(async () => {
+    await sandbox.close();
+    await proxy.close();
+  });
+
+  it('stay out of stdout, stderr (plain and --json-log), every byte of the ledger and every report, when used and when refused', async () => {
+    sandbox = await startHttpsSandbox({ apiKey: CANARY_KEY, agentsFile: SAMPLE_AGENTS, seed: 7, clientAuth: true });
+    proxy = await startForwardProxy({ credentials: { user: PROXY_USER, password: PROXY_PASSWORD } });
+    const tls = await writeTlsFiles(tmp.dir);
+    const key = tmp.path('client-key.enc.pem');
+    writeFileSync(key, createPrivateKey(readFileSync(tls.clientKey, 'utf8')).export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: PASSPHRASE }), { mode: 0o600 });
+    const passFile = tmp.path('passphrase.txt');
+    writeFileSync(passFile, `${PASSPHRASE}\n`, { mode: 0o600 });
+    const base = ['run', CSV, '--mapping', MAPPING, '--base-url', sandbox.url, '--env', 'sandbox', '--ca-file', tls.ca, '--client-cert', tls.clientCert, '--client-key', key];
+    const env = { QUOTE_BATCH_API_KEY: CANARY_KEY, NO_PROXY: undefined, no_proxy: undefined };
+    const results: CliResult[] = [];
+    for (const [name, extra, more] of [
+      ['env-plain', [], { QUOTE_BATCH_CLIENT_KEY_PASSPHRASE: PASSPHRASE }],
+      ['file-json', ['--json-log', '--client-key-passphrase-file', passFile], {}],
+    ] as const) {
+      const ledger = tmp.path(`${name}.db`);
+      const result = await runCli([...base, '--ledger', ledger, '--proxy', proxy.urlWith(PROXY_USER, PROXY_PASSWORD), ...extra], { cwd: tmp.dir, env: { ...env, ...more }, timeoutMs: 60_000 });
+      results.push(result);
+      expect(result.code, `${name}: ${result.stderr}`).toBe(1); // row 3 is invalid
+      expect(readLedger(ledger).states).toEqual({ succeeded: 2, invalid: 1 });
+      expectNoSecrets(name, [result], ledger, [...PII, ...NETWORK_SECRETS]);
+      for (const args of [['report', '--ledger', ledger], ['report', '--ledger', ledger, '--format', 'json'], ['report', '--ledger', ledger, '--format', 'html', '--out', tmp.path(`${name}.html`)], ['export', '--ledger', ledger], ['jobs', '--ledger', ledger]]) {
+        const out = await runCli(args, { cwd: tmp.dir });
+        expect(out.code, `${args.join(' ')}: ${out.stderr}`).toBe(0);
+        expectNoSecrets(`${name} ${args.join(' ')}`, [out], undefined, [...PII, ...NETWORK_SECRETS]);
+      }
+      expect(findSecret(readFileSync(tmp.path(`${name}.html`), 'utf8'), NETWORK_SECRETS)).toBeUndefined();
+    }
+    expect(proxy.connects.length).toBeGreaterThan(0);
+    expect(sandbox.stats().operations.quote.received).toBe(4);
+
+    // Refused: the proxy wants other credentials (the canary is sent, and refused); the passphrase is wrong for another key.
+    const strict = await startForwardProxy({ credentials: { user: PROXY_USER, password: 'another-one' } });
+    try {
+      const otherKey = tmp.path('other-key.enc.pem');
+      writeFileSync(otherKey, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'not the canary' }), { mode: 0o600 });
+      const refused = [
+        await runCli([...base, '--ledger', tmp.path('r1.db'), '--proxy', strict.urlWith(PROXY_USER, PROXY_PASSWORD)], { cwd: tmp.dir, env: { ...env, QUOTE_BATCH_CLIENT_KEY_PASSPHRASE: PASSPHRASE }, timeoutMs: 60_000 }),
+        await runCli([...base, '--ledger', tmp.path('r2.db'), '--proxy', strict.urlWith(PROXY_USER, PROXY_PASSWORD), '--json-log'], { cwd: tmp.dir, env: { ...env, QUOTE_BATCH_CLIENT_KEY_PASSPHRASE: PASSPHRASE }, timeoutMs: 60_000 }),
+        await runCli([...base.slice(0, -1), otherKey, '--ledger', tmp.path('r3.db')], { cwd: tmp.dir, env: { ...env, QUOTE_BATCH_CLIENT_KEY_PASSPHRASE: PASSPHRASE }, timeoutMs: 60_000 }),
+        await runCli(['agents', 'dana.whitfield@example.com', '--env', 'sandbox', '--base-url', sandbox.url, '--ca-file', tls.ca, '--client-cert', tls.clientCert, '--client-key', key, '--proxy', strict.urlWith(PROXY_USER, PROXY_PASSWORD)], { cwd: tmp.dir, env: { ...env, QUOTE_BATCH_CLIENT_KEY_PASSPHRASE: PASSPHRASE }, timeoutMs: 60_000 }),
+      ];
+      expect(refused.map((r) => r.code)).toEqual([3, 3, 2, 3]);
+      expect(strict.refused).toBeGreaterThan(0);
+      expectNoSecrets('refused', refused, tmp.path('r1.db'), [...PII, ...NETWORK_SECRETS]);
+      expectNoSecrets('refused --json-log', [], tmp.path('r2.db'), [...PII, ...NETWORK_SECRETS]);
+    } finally {
+      await strict.close();
+    }
+    expect(results).toHaveLength(2);
   });
 });
 

@@ -1,10 +1,11 @@
 // The `quote-batch sandbox` command, spawned as the real binary.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testPki } from '../helpers/https-sandbox.js';
 import { AGENTS_FILE, post, VALIDATE } from './_client.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -45,7 +46,7 @@ function spawnSandbox(args: string[], env: Record<string, string> = {}): Promise
     }, 20_000);
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
-      const match = /^quote-batch sandbox listening on (http:\/\/127\.0\.0\.1:\d+)$/m.exec(stdout);
+      const match = /^quote-batch sandbox listening on (https?:\/\/127\.0\.0\.1:\d+)$/m.exec(stdout);
       if (match !== null) {
         clearTimeout(timer);
         resolve({ child, url: match[1]!, stdout: () => stdout, stderr: () => stderr, exit });
@@ -57,6 +58,53 @@ function spawnSandbox(args: string[], env: Record<string, string> = {}): Promise
     });
   });
 }
+
+describe('quote-batch sandbox over HTTPS', () => {
+  const agents = (url: string, args: string[]): ReturnType<typeof spawnSync> =>
+    spawnSync(process.execPath, [BIN, 'agents', 'valid.agent@example.com', '--env', 'sandbox', '--base-url', url, ...args], {
+      cwd: dir, env: { PATH: process.env.PATH ?? '', NO_COLOR: '1' }, encoding: 'utf8', timeout: 30_000,
+    });
+
+  it('--tls --tls-client-auth: a throwaway CA and a client certificate in files it names, removed on stop; agents checks the way through', async () => {
+    const running = await spawnSandbox(['--port', '0', '--agents', AGENTS_FILE, '--tls', '--tls-client-auth']);
+    expect(running.url).toMatch(/^https:/);
+    const ca = /trust it with --ca-file (\S+)$/m.exec(running.stdout())?.[1] as string;
+    const [, cert, key] = /client certificates: required; one is at --client-cert (\S+) --client-key (\S+)$/m.exec(running.stdout()) ?? [];
+    expect(readFileSync(ca, 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----/);
+    expect(statSync(key as string).mode & 0o777).toBe(0o600);
+    const ok = agents(running.url, ['--ca-file', ca, '--client-cert', cert as string, '--client-key', key as string]);
+    expect(ok.status, String(ok.stderr)).toBe(0);
+    expect(String(ok.stdout)).toMatch(/valid\.agent@example\.com\s+yes/);
+    const noCert = agents(running.url, ['--ca-file', ca]);
+    expect(noCert.status).toBe(3);
+    expect(String(noCert.stderr)).toMatch(/refused the TLS connection .*: it asks for a client certificate/);
+    const noCa = agents(running.url, []);
+    expect(noCa.status).toBe(3);
+    expect(String(noCa.stderr)).toMatch(/is not trusted .*\nhint: .*--ca-file/);
+    running.child.kill('SIGTERM');
+    expect(await running.exit).toBe(0);
+    expect(existsSync(dirname(ca))).toBe(false);
+  });
+
+  it('--tls-cert and --tls-key serve the user\'s own certificate; --tls-client-ca requires a client certificate of that CA', async () => {
+    const pki = await testPki();
+    for (const [name, text] of [['server.pem', pki.serverCert], ['server-key.pem', pki.serverKey], ['ca.pem', pki.caCert], ['client.pem', pki.clientCert], ['client-key.pem', pki.clientKey]] as const) {
+      writeFileSync(join(dir, name), text ?? '', { mode: 0o600 });
+    }
+    const running = await spawnSandbox(['--port', '0', '--agents', AGENTS_FILE, '--tls-cert', 'server.pem', '--tls-key', 'server-key.pem', '--tls-client-ca', 'ca.pem']);
+    try {
+      expect(running.stdout()).toContain('client certificates: required (--tls-client-ca)');
+      expect(agents(running.url, ['--ca-file', 'ca.pem', '--client-cert', 'client.pem', '--client-key', 'client-key.pem']).status).toBe(0);
+      expect(agents(running.url, ['--ca-file', 'ca.pem']).status).toBe(3);
+    } finally {
+      running.child.kill('SIGTERM');
+      await running.exit;
+    }
+    const both = spawnSync(process.execPath, [BIN, 'sandbox', '--tls', '--tls-cert', 'server.pem', '--tls-key', 'server-key.pem'], { cwd: dir, encoding: 'utf8' });
+    expect(both.status).toBe(2);
+    expect(both.stderr).toMatch(/give either --tls or --tls-cert and --tls-key/);
+  });
+});
 
 describe('quote-batch sandbox', () => {
   it('prints its address, accepts sandbox-key by default and exits 0 on SIGTERM', async () => {
