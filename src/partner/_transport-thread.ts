@@ -7,16 +7,9 @@
  * while it waits for its client.
  */
 import { parentPort } from 'node:worker_threads';
-import { describeTransportError, Transport, type RawAttempt, type TransportOptions } from './_transport.js';
+import { describeTransportError, Transport, type RawAttempt } from './_transport.js';
 import { networkSecrets, Redactor } from './redact.js';
-import { THREAD_LOST } from './thread-transport.js';
-
-export type ThreadMessage =
-  | { type: 'configure'; options: TransportOptions }
-  | { type: 'post'; id: number; url: string; payload: string };
-
-/** What the thread posts back: that it is ready (got loaded, listening), then one answer per request. */
-export type ThreadReply = { type: 'ready' } | { type: 'answer'; id: number; raw: RawAttempt };
+import { THREAD_LOST, type ThreadMessage, type ThreadReply } from './_thread-protocol.js';
 
 const port = parentPort;
 if (port === null) throw new Error('_transport-thread.js runs as a worker thread of the partner client');

@@ -14,11 +14,10 @@
  * never left (retried). Either way the next request starts a new thread.
  */
 import { Worker } from 'node:worker_threads';
-import type { ThreadMessage, ThreadReply } from './_transport-thread.js';
+import { THREAD_LOST, type ThreadMessage, type ThreadReply } from './_thread-protocol.js';
 import type { RawAttempt, TransportOptions } from './_transport.js';
 
-/** The code of a request lost with its thread, or that the thread could not make. */
-export const THREAD_LOST = 'ERR_HTTP_THREAD';
+export { THREAD_LOST } from './_thread-protocol.js';
 
 interface Thread {
   worker: Worker;
