@@ -36,14 +36,16 @@ if (!existsSync(values.chromium)) {
 const { buildReport, openReportLedger, readProblemRows, renderHtml, resolveJobId } = await import(
   pathToFileURL(resolve(root, 'dist/report/index.js')).href
 );
+const { ledgerSql } = await import(pathToFileURL(resolve(root, 'dist/ledger/index.js')).href);
 
 const ledgerPath = resolve(values.ledger);
 const ledger = openReportLedger(ledgerPath);
 let html;
 let jobId;
 try {
-  jobId = resolveJobId(ledger.db, values.job === undefined ? undefined : Number(values.job), ledgerPath);
-  html = renderHtml(buildReport(ledger.db, jobId), readProblemRows(ledger.db, jobId));
+  const db = ledgerSql(ledger);
+  jobId = await resolveJobId(db, values.job === undefined ? undefined : Number(values.job), ledgerPath);
+  html = renderHtml(await buildReport(db, jobId), await readProblemRows(db, jobId));
 } finally {
   ledger.close();
 }

@@ -242,3 +242,64 @@ export function wrapWords(text: string, width: number, maxLines: number): string
   }
   return lines;
 }
+
+/** A row in an error state, as the ledger streams them (`errorRowBatches`). */
+export interface RowErrorInput<S extends string = string> {
+  row_number: number;
+  state: S;
+  error_code: string | null;
+  error_message: string | null;
+}
+
+/** A kind of row error, as the run summary and every `report` format show it (see `ReportRowError` in `src/report/types.ts`). */
+export interface RowErrorGroup<S extends string = string> {
+  state: S;
+  error_code: string | null;
+  kind: string;
+  subject: string;
+  columns: string[];
+  states: string[];
+  rows: number;
+  sample_rows: number[];
+  /** The message recorded for the first sample row, as it is in the ledger. */
+  error_message: string | null;
+}
+
+export interface RowErrorGroups<S extends string = string> {
+  /** The largest groups first (at most `limit`). */
+  groups: RowErrorGroup<S>[];
+  /** How many kinds there were in all. */
+  kinds: number;
+}
+
+/**
+ * Groups rows in an error state by kind, given in row order batch by batch, so that memory grows with
+ * kinds, not rows, and each group's samples are its first rows.
+ */
+export async function groupRowErrors<S extends string>(
+  batches: AsyncIterable<readonly RowErrorInput<S>[]>,
+  options: { limit?: number; samples?: number } = {},
+): Promise<RowErrorGroups<S>> {
+  const groups = new ErrorGroups({ samples: options.samples ?? 3 });
+  const firstMessage = new Map<ErrorGroup, string | null>();
+  for await (const batch of batches) {
+    for (const row of batch) {
+      const group = groups.add({ state: row.state, errorCode: row.error_code, message: row.error_message }, row.row_number);
+      if (!firstMessage.has(group)) firstMessage.set(group, row.error_message);
+    }
+  }
+  return {
+    kinds: groups.size,
+    groups: groups.top(options.limit).map((g) => ({
+      state: g.state as S,
+      error_code: g.code,
+      kind: describeErrorKind(g),
+      subject: g.subject,
+      columns: g.columns,
+      states: g.states,
+      rows: g.count,
+      sample_rows: g.rows,
+      error_message: firstMessage.get(g) ?? null,
+    })),
+  };
+}

@@ -9,7 +9,7 @@ import {
   checkSourcePositions, exportRows, exportSourceRows, openReportLedger, parseStates, refuseProtectedOut, resolveJobId, writeOutputAsync,
   type ExportFormat, type SourceInput,
 } from '../report/index.js';
-import { inputReadingOf, type Ledger, type RowState } from '../ledger/index.js';
+import { inputReadingOf, ledgerSql, type Ledger, type RowState } from '../ledger/index.js';
 import { outputBytes, outputText } from '../io.js';
 import { jsonLogOption, ledgerPathOf, parseCount, type CommandContext, type RegisterCommand } from './context.js';
 
@@ -37,9 +37,9 @@ export const registerExport: RegisterCommand = (program, ctx) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = openReportLedger(ledgerPath);
       try {
-        const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
+        const jobId = await resolveJobId(ledgerSql(ledger), flags.job, ledgerPath);
         const outPath = flags.out === undefined ? undefined : resolve(ctx.io.cwd, flags.out);
-        if (outPath !== undefined) refuseProtectedOut(outPath, ledgerPath, ledger);
+        if (outPath !== undefined) await refuseProtectedOut(outPath, ledgerPath, ledgerSql(ledger));
         const count = flags.format === 'source'
           ? await exportSource(ctx, ledger, { jobId, states }, outPath)
           : await exportOutcomes(ctx, ledger, { jobId, states, format: flags.format }, outPath);
@@ -54,8 +54,9 @@ export const registerExport: RegisterCommand = (program, ctx) => {
 };
 
 function exportOutcomes(ctx: CommandContext, ledger: Ledger, options: Parameters<typeof exportRows>[1], outPath: string | undefined): Promise<number> {
-  if (outPath === undefined) return exportRows(ledger.db, options, outputText(ctx.io));
-  return writeOutputAsync(outPath, (write) => exportRows(ledger.db, options, write));
+  const db = ledgerSql(ledger);
+  if (outPath === undefined) return exportRows(db, options, outputText(ctx.io));
+  return writeOutputAsync(outPath, (write) => exportRows(db, options, write));
 }
 
 async function exportSource(
@@ -65,12 +66,13 @@ async function exportSource(
   outPath: string | undefined,
 ): Promise<number> {
   // The cheap refusal first: a ledger without positions needs no input file.
-  checkSourcePositions(ledger.db, selection.jobId, selection.states);
+  const db = ledgerSql(ledger);
+  await checkSourcePositions(db, selection.jobId, selection.states);
   const options = { ...selection, input: await readSourceInput(ledger, selection.jobId, ctx.io.cwd) };
-  if (outPath !== undefined) return writeOutputAsync(outPath, (write) => exportSourceRows(ledger.db, options, write));
+  if (outPath !== undefined) return writeOutputAsync(outPath, (write) => exportSourceRows(db, options, write));
   // Bytes, not text: the rows most in need of fixing may be the ones that are not valid UTF-8.
   const out = outputBytes(ctx.io);
-  const count = await exportSourceRows(ledger.db, options, out.write);
+  const count = await exportSourceRows(db, options, out.write);
   out.end();
   return count;
 }

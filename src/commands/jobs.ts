@@ -1,5 +1,6 @@
 import { Option } from 'commander';
 import { listJobs, openReportLedger, renderJobsTable } from '../report/index.js';
+import { ledgerSql } from '../ledger/index.js';
 import { outputColumns } from '../io.js';
 import { jsonLogOption, ledgerPathOf, type RegisterCommand } from './context.js';
 
@@ -15,11 +16,11 @@ export const registerJobs: RegisterCommand = (program, ctx) => {
     .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
     .addOption(new Option('--format <format>', 'output format').choices(['table', 'json']).default('table'))
     .addOption(jsonLogOption())
-    .action((flags: JobsFlags) => {
+    .action(async (flags: JobsFlags) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = openReportLedger(ledgerPath);
       try {
-        const jobs = listJobs(ledger.db);
+        const jobs = await listJobs(ledgerSql(ledger));
         ctx.io.out(flags.format === 'json' ? `${JSON.stringify(jobs, null, 2)}\n` : renderJobsTable(jobs, outputColumns(ctx.io)));
       } finally {
         ledger.close();

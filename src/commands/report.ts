@@ -2,8 +2,9 @@ import { resolve } from 'node:path';
 import { Option } from 'commander';
 import {
   buildReport, openReportLedger, readProblemRows, renderCsv, renderHtml, renderTable, resolveJobId,
-  refuseProtectedOut, writeOutput, type Report,
+  refuseProtectedOut, writeOutput, type ProblemRows, type Report,
 } from '../report/index.js';
+import { ledgerSql } from '../ledger/index.js';
 import { outputColumns } from '../io.js';
 import { jsonLogOption, ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
@@ -25,18 +26,19 @@ export const registerReport: RegisterCommand = (program, ctx) => {
     .addOption(new Option('--format <format>', 'output format').choices(['table', 'json', 'csv', 'html']).default('table'))
     .option('--out <file>', 'write the report to this file instead of standard output')
     .addOption(jsonLogOption())
-    .action((flags: ReportFlags) => {
+    .action(async (flags: ReportFlags) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = openReportLedger(ledgerPath);
       let text: string;
       let jobId: number;
       try {
-        jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
-        if (flags.out !== undefined) refuseProtectedOut(resolve(ctx.io.cwd, flags.out), ledgerPath, ledger);
-        const report = buildReport(ledger.db, jobId);
+        const db = ledgerSql(ledger);
+        jobId = await resolveJobId(db, flags.job, ledgerPath);
+        if (flags.out !== undefined) await refuseProtectedOut(resolve(ctx.io.cwd, flags.out), ledgerPath, db);
+        const report = await buildReport(db, jobId);
         // The terminal's width only when the table goes to it (a file gets the default width).
         const width = flags.out === undefined ? outputColumns(ctx.io) : undefined;
-        text = formatReport(report, flags.format, { width, ledger: ledgerPath, problems: () => readProblemRows(ledger.db, jobId) });
+        text = await formatReport(report, flags.format, { width, ledger: ledgerPath, problems: () => readProblemRows(db, jobId) });
       } finally {
         ledger.close();
       }
@@ -51,18 +53,18 @@ export const registerReport: RegisterCommand = (program, ctx) => {
     });
 };
 
-function formatReport(
+async function formatReport(
   report: Report,
   format: ReportFormat,
-  options: { width: number | undefined; ledger: string; problems: () => ReturnType<typeof readProblemRows> },
-): string {
+  options: { width: number | undefined; ledger: string; problems: () => Promise<ProblemRows> },
+): Promise<string> {
   switch (format) {
     case 'json':
       return `${JSON.stringify(report, null, 2)}\n`;
     case 'csv':
       return renderCsv(report);
     case 'html':
-      return renderHtml(report, options.problems(), options.ledger);
+      return renderHtml(report, await options.problems(), options.ledger);
     case 'table':
       return renderTable(report, { width: options.width, ledger: options.ledger });
   }

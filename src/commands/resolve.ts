@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
-import { Ledger, RESOLUTIONS, resolveInDoubt, type Resolution, type ResolveResult } from '../ledger/index.js';
+import { Ledger, ledgerSql, RESOLUTIONS, resolveInDoubt, type Resolution, type ResolveResult } from '../ledger/index.js';
 import { commandFor, settleInDoubt } from '../advice.js';
 import { resolveChanges } from '../pipeline/row-state.js';
 import { resolveJobId } from '../report/index.js';
@@ -34,7 +34,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
     .addOption(new Option('--as <state>', 'what the partner did: succeeded (it has the lead) or pending (it does not)').choices(RESOLUTIONS).makeOptionMandatory())
     .option('--note <text>', 'why, for the record (kept in the resolutions table), e.g. a ticket number')
     .addOption(jsonLogOption())
-    .action((flags: ResolveFlags) => {
+    .action(async (flags: ResolveFlags) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       if ((flags.rows === undefined) === (flags.allInDoubt !== true)) {
         throw new QuoteBatchError('E_USAGE', 'give either --rows <list> or --all-in-doubt', {
@@ -43,7 +43,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
       }
       const ledger = Ledger.open(ledgerPath, { mustExist: true });
       try {
-        const jobId = resolveJobId(ledger.db, flags.job, ledgerPath);
+        const jobId = await resolveJobId(ledgerSql(ledger), flags.job, ledgerPath);
         const result = resolveInDoubt(ledger, { jobId, rows: flags.rows ?? 'all-in-doubt', changes: resolveChanges(flags.as), note: flags.note ?? null });
         if (result.refused.length > 0) {
           const listed = result.refused.slice(0, 20).map((r) => `${r.row} (${r.state ?? 'no such row'})`).join(', ');

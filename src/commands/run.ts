@@ -207,7 +207,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       else if (flags.jsonLog === true) logger.info(`run finished: ${nextStep(result, ledger.path)}`, fields);
       // Recorded: a reader that closes standard output no longer changes the exit code.
       ctx.setExitCode(result.exitCode);
-      io.out(formatSummary(result, ledger, outputColumns(io)));
+      io.out(await formatSummary(result, ledger, outputColumns(io)));
       return result.exitCode;
     } finally {
       if (runtime !== undefined) clearTimeout(runtime);

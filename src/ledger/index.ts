@@ -7,3 +7,4 @@ export { runMayBeAlive, STALE_HEARTBEAT_MS } from './_liveness.js';
 export { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS, MAX_STORED_JSON_CHARS, MAX_STORED_MESSAGE_CHARS } from './limits.js';
 export { pruneJobs, resolveInDoubt, RESOLUTIONS, vacuumLedger } from './maintenance.js';
 export type { PruneCandidate, PruneOptions, PruneResult, Resolution, ResolveChanges, ResolveRequest, ResolveResult, VacuumResult } from './maintenance.js';
+export * from './queries/index.js';

@@ -10,7 +10,7 @@ import type { RunLedger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
 import type { ClientEvent, PartnerClient } from '../partner/index.js';
-import { limitSetBy, settledLimitOf, settledPaceOf, type LimitSample } from '../report/timeline.js';
+import { limitSetBy, settledLimitOf, settledPaceOf, type LimitSample } from '../partner/settled-limit.js';
 import { NETWORK_HALT_HINTS, settleInDoubt, type AdviceTarget } from '../advice.js';
 
 const SAMPLE_EVERY_MS = 1000;

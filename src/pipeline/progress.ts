@@ -7,7 +7,7 @@ import cliProgress from 'cli-progress';
 import type { Io } from '../io.js';
 import { ROW_STATES } from '../ledger/index.js';
 import type { Logger } from '../log.js';
-import { formatDuration } from '../report/index.js';
+import { formatDuration } from '../duration.js';
 import type { ProgressSnapshot } from './run-job.js';
 
 export interface ProgressReporter {

@@ -13,14 +13,16 @@ import { DEFAULTS, type StoreRequests } from '../config/index.js';
 import { isQuoteBatchError } from '../errors.js';
 import { openInput, type InputReader } from '../input/index.js';
 import { ledgerFault } from '../ledger/faults.js';
-import { INPUT_READER, inputReadingOf, type JobRecord, type Ledger, type ResumePoint, type RowState } from '../ledger/index.js';
+import {
+  countUnreadableAnswers, INPUT_READER, inputReadingOf, ledgerSql, readRowsByOtherJobs, readWarmStartSamples,
+  type JobRecord, type Ledger, type PartnerIdentity, type ResumePoint, type RowsByOtherJobs, type RowState, type SqlDb,
+} from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
 import { DEFAULT_INITIAL_WINDOW } from '../partner/adaptive-limiter.js';
 import type { ClientEvent, HaltKind, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
-import { readRowsByOtherJobs, readUnreadableAnswers } from '../report/build-report.js';
-import { readStartingLimit } from '../report/timeline.js';
+import { limitSetBy, SETTLED_MIN_SAMPLES, settledLimitOf, settledPaceOf } from '../partner/settled-limit.js';
 import { TOOL_VERSION } from '../version.js';
 import { STOPPED } from './row-state.js';
 import { LocalIntake } from './intake.js';
@@ -117,7 +119,7 @@ export interface RunJobResult {
   /** `--rate` in requests/s; null without one. */
   rateCap: number | null;
   /** Rows another job had sent (duplicate) or had had rejected (rejected), so that this job did not send them. */
-  byOtherJobs: ReturnType<typeof readRowsByOtherJobs>;
+  byOtherJobs: RowsByOtherJobs;
   /** Requests per second the run was paced at by its end (a rate cap the partner showed); null when it was not pacing. */
   settledPace: number | null;
   /** Of the job's succeeded rows, those whose 2xx answer could not be read (no quote number or premium recorded). */
@@ -145,15 +147,33 @@ export async function checkInputHeader(inputPath: string, mapping: CompiledMappi
 }
 
 /**
+ * Where the latest run sent to a partner settled (`readWarmStartSamples` says which runs count): its
+ * limit and, when the partner set it ({@link limitSetBy}), `used` and the pace it settled at
+ * ({@link settledPaceOf}); otherwise the limit is a floor to grow from and `pace` is null.
+ */
+export async function readStartingLimit(
+  db: SqlDb,
+  partner: PartnerIdentity,
+): Promise<{ jobId: number; runId: number; limit: number; samples: number; used: boolean; pace: number | null } | null> {
+  const found = await readWarmStartSamples(db, partner, SETTLED_MIN_SAMPLES);
+  if (found === null) return null;
+  const settled = settledLimitOf(found.samples.map((x) => x.lim));
+  if (settled === null) return null;
+  const used = limitSetBy(found.samples, settled.limit, found.ceiling) === 'partner';
+  const pace = used ? settledPaceOf(found.samples.map((x) => x.pace)) : null;
+  return { jobId: found.jobId, runId: found.runId, ...settled, used, pace };
+}
+
+/**
  * Where adaptive concurrency starts: where the latest run sent to the same partner settled — this
  * job's last run on a resume, last night's job for tonight's file — so that a partner's limit found
- * once is not overshot again by every run's slow start (`readStartingLimit` says which runs count).
+ * once is not overshot again by every run's slow start ({@link readStartingLimit} says which runs count).
  * At most `--concurrency`. Null: a cold start (nothing known, a floor no higher than the cold start's
  * window, or the embedded sandbox, new each run).
  */
-function startingLimit(options: RunJobOptions): { limit: number; warm: boolean; pace: number | null; message: string; jobId: number; runId: number } | null {
+async function startingLimit(options: RunJobOptions): Promise<{ limit: number; warm: boolean; pace: number | null; message: string; jobId: number; runId: number } | null> {
   if (options.partnerBaseUrl === undefined || options.partnerBaseUrl === null || options.adaptive !== true) return null;
-  const found = readStartingLimit(options.ledger.db, { environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl });
+  const found = await readStartingLimit(ledgerSql(options.ledger), { environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl });
   if (found === null) return null;
   const limit = Math.min(found.limit, options.concurrency);
   // A floor no higher than a cold start's first window is a cold start.
@@ -214,8 +234,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
         emptyInput: latest.total_rows === 0, ...settledFigures(null), ceiling: options.concurrency, rateCap: null, exitCode: exitCodeFor('completed', counts),
-        byOtherJobs: readRowsByOtherJobs(ledger.db, latest.id),
-        unreadableAnswers: readUnreadableAnswers(ledger.db, latest.id),
+        byOtherJobs: await readRowsByOtherJobs(ledgerSql(ledger), latest.id),
+        unreadableAnswers: await countUnreadableAnswers(ledgerSql(ledger), latest.id),
       };
     }
 
@@ -230,7 +250,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     let forward: (event: ClientEvent) => void = () => {};
     // Read before connecting (the client's limiter starts there); said only once this process holds
     // the job: a run refused because another live process holds it starts nothing.
-    const startAt = startingLimit(options);
+    const startAt = await startingLimit(options);
     const target = await options.connect({ onEvent: (event) => forward(event), startAt });
     try {
       job ??= ledger.createJob({
@@ -334,8 +354,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         rateCap,
         durationMs: Date.now() - started,
         exitCode: exitCodeFor(outcome.end, counts),
-        byOtherJobs: readRowsByOtherJobs(ledger.db, job.id),
-        unreadableAnswers: readUnreadableAnswers(ledger.db, job.id),
+        byOtherJobs: await readRowsByOtherJobs(ledgerSql(ledger), job.id),
+        unreadableAnswers: await countUnreadableAnswers(ledgerSql(ledger), job.id),
       };
     } finally {
       await target.close();

@@ -1,9 +1,7 @@
 /** The summary printed at the end of `run` (also when a completed job is run again). */
-import { formatErrorGroupLines, wrapWords } from '../error-groups.js';
-import type { Ledger } from '../ledger/index.js';
-import { ROW_STATES } from '../ledger/index.js';
+import { formatErrorGroupLines, groupRowErrors, wrapWords } from '../error-groups.js';
+import { errorRowBatches, ledgerSql, ROW_STATES, type Ledger } from '../ledger/index.js';
 import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
-import { readErrorGroups } from '../report/index.js';
 import type { RunJobResult } from './run-job.js';
 
 /** The closing line: what the exit code means and, for 3, what to do next. */
@@ -51,7 +49,7 @@ const SUMMARY_ERROR_KINDS = 5;
  * The summary as text of at most `width` columns (the terminal's, else 100): rows by state, the
  * most frequent error kinds (grouped as `report` and `check` group them), and what to do next.
  */
-export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100): string {
+export async function formatSummary(result: RunJobResult, ledger: Ledger, width = 100): Promise<string> {
   const { job, counts } = result;
   const here = { ledger: ledger.path, job: job.id };
   const total = ROW_STATES.reduce((sum, s) => sum + counts[s], 0);
@@ -94,7 +92,7 @@ export function formatSummary(result: RunJobResult, ledger: Ledger, width = 100)
     const text = `Of the succeeded rows, ${unreadableAnswersText(result.unreadableAnswers)}: ${commandFor('export', here, '--status succeeded')} lists them (see input_issues_json).`;
     lines.push('', ...wrapWords(text, width, 6));
   }
-  const errors = readErrorGroups(ledger.db, job.id, { limit: SUMMARY_ERROR_KINDS, samples: 2 });
+  const errors = await groupRowErrors(errorRowBatches(ledgerSql(ledger), job.id), { limit: SUMMARY_ERROR_KINDS, samples: 2 });
   if (errors.groups.length > 0) {
     lines.push('', `errors by kind (${errors.kinds} ${errors.kinds === 1 ? 'kind' : 'kinds'}, most rows first)`);
     for (const g of errors.groups) lines.push(...formatErrorGroupLines({ count: g.rows, description: g.kind, sampleRows: g.sample_rows }, width, 6));

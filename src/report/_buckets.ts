@@ -1,4 +1,4 @@
-/** Time buckets shared by the report's over-time figures, and the small helpers (SQL, rounding, percentiles, whether a run was paced) its modules share. */
+/** Time buckets shared by the report's over-time figures, and the small helpers (rounding, labels, whether a run was paced) its modules share. */
 import { formatTimestamp } from './_text.js';
 import type { Report, ReportPartner, ReportRun, ReportTimeline } from './types.js';
 
@@ -14,23 +14,11 @@ export function bucketSecondsFor(seconds: number, min = 0): number {
     ?? Math.ceil(seconds / MAX_TIME_BUCKETS / 86400) * 86400;
 }
 
-/** SQL for an ISO text column as whole epoch milliseconds (SQLite keeps times as integer ms, so bucket edges are exact). */
-export function epochMsSql(column: string): string {
-  return `(CAST(strftime('%s', ${column}) AS INTEGER) * 1000 + CAST(substr(strftime('%f', ${column}), 4) AS INTEGER))`;
-}
-
-export const sqlList = (values: readonly string[]): string => values.map((v) => `'${v}'`).join(', ');
-
 export function round(value: number, decimals: number): number {
   const f = 10 ** decimals;
   return Math.round(value * f) / f;
 }
 
-/** Nearest-rank percentile of ascending `sorted` (non-empty): the value at 1-based rank ceil(p·n). */
-export function percentileOf(sorted: readonly number[], p: number): number {
-  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
-  return sorted[Math.min(rank, sorted.length) - 1] as number;
-}
 
 /** True when some run of the timeline was paced: the partner answered 429s and the limiter paced its sends. */
 export function timelinePaced(timeline: ReportTimeline): boolean {

@@ -1,39 +1,19 @@
 /**
  * `quote-batch export`: one line per row of a job, the file ops hand back to the lead source.
- * Rows are streamed from SQLite with `.iterate()` and written in chunks, so memory stays flat
- * whatever the job's size.
+ * Rows come from the ledger in batches (`outcomeBatches`) and are written in chunks, so memory
+ * stays flat whatever the job's size.
  */
-import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
-import { ROW_STATES, type RowState } from '../ledger/index.js';
-import { sqlList } from './_buckets.js';
+import { outcomeBatches, OUTCOME_COLUMNS, readFirstOutcomes, ROW_STATES, type RowOutcomeColumns, type RowState, type SqlDb } from '../ledger/index.js';
 import { formatCsvLine } from './csv.js';
-import { rowsInBatches } from './_keyset.js';
 
 /** The columns of an export, in order (CSV header and NDJSON keys). */
-export const EXPORT_COLUMNS = [
-  'row_number', 'row_key', 'state', 'http_status', 'error_code', 'error_message', 'agent_email', 'agent_id',
-  'transaction_id', 'quote_number', 'total_premium', 'attempts', 'updated_at',
-] as const;
+export const EXPORT_COLUMNS = OUTCOME_COLUMNS;
 
 export type ExportFormat = 'csv' | 'ndjson';
 
 /** One exported row (an NDJSON line). */
-export type ExportedRow = {
-  row_number: number;
-  row_key: string | null;
-  state: RowState;
-  http_status: number | null;
-  error_code: string | null;
-  error_message: string | null;
-  agent_email: string | null;
-  agent_id: string | null;
-  transaction_id: string | null;
-  quote_number: string | null;
-  total_premium: number | null;
-  attempts: number;
-  updated_at: string;
-};
+export type ExportedRow = RowOutcomeColumns;
 
 export interface ExportOptions {
   jobId: number;
@@ -51,20 +31,18 @@ const CHUNK_CHARS = 64 * 1024;
  * with a header line and guards text cells against spreadsheet formulas (see `formatCsvCell`);
  * NDJSON writes values as stored. Resolves with the number of rows written.
  */
-export async function exportRows(db: Database.Database, options: ExportOptions, write: (chunk: string) => void | Promise<void>): Promise<number> {
-  const states = options.states ?? [];
-  const where = states.length === 0 ? '' : ` AND state IN (${states.map((_s, i) => `@s${i}`).join(', ')})`;
-  const sql = `SELECT ${EXPORT_COLUMNS.join(', ')} FROM rows WHERE job_id = @job AND row_number > @after${where} ORDER BY row_number LIMIT @limit`;
-  const params = { job: options.jobId, ...Object.fromEntries(states.map((s, i) => [`s${i}`, s])) };
+export async function exportRows(db: SqlDb, options: ExportOptions, write: (chunk: string) => void | Promise<void>): Promise<number> {
   let buffer = options.format === 'csv' ? formatCsvLine(EXPORT_COLUMNS) : '';
   let count = 0;
-  // In batches: no read transaction stays open while a slow reader holds a chunk back.
-  for (const row of rowsInBatches<ExportedRow>(db, sql, params)) {
-    buffer += options.format === 'csv' ? formatCsvLine(EXPORT_COLUMNS.map((c) => row[c])) : `${JSON.stringify(row)}\n`;
-    count += 1;
-    if (buffer.length >= CHUNK_CHARS) {
-      await write(buffer);
-      buffer = '';
+  // In batches: no read stays open while a slow reader holds a chunk back.
+  for await (const batch of outcomeBatches(db, options.jobId, options.states ?? [])) {
+    for (const row of batch) {
+      buffer += options.format === 'csv' ? formatCsvLine(EXPORT_COLUMNS.map((c) => row[c])) : `${JSON.stringify(row)}\n`;
+      count += 1;
+      if (buffer.length >= CHUNK_CHARS) {
+        await write(buffer);
+        buffer = '';
+      }
     }
   }
   if (buffer !== '') await write(buffer);
@@ -100,11 +78,8 @@ export interface ProblemRows {
   limit: number;
 }
 
-/** The rows of {@link PROBLEM_STATES} the HTML report lists: at most `limit`, in row order (the primary key's: no sort). */
-export function readProblemRows(db: Database.Database, jobId: number, limit = 1000): ProblemRows {
-  const where = `WHERE job_id = ? AND state IN (${sqlList(PROBLEM_STATES)})`;
-  const total = db.prepare(`SELECT COUNT(*) FROM rows ${where}`).pluck().get(jobId) as number;
-  const rows = db.prepare(`SELECT ${EXPORT_COLUMNS.join(', ')} FROM rows ${where} ORDER BY row_number LIMIT ?`)
-    .all(jobId, limit) as ExportedRow[];
+/** The rows of {@link PROBLEM_STATES} the HTML report lists: at most `limit`, in row order. */
+export async function readProblemRows(db: SqlDb, jobId: number, limit = 1000): Promise<ProblemRows> {
+  const { rows, total } = await readFirstOutcomes(db, jobId, PROBLEM_STATES, limit);
   return { rows, total, limit };
 }

@@ -6,19 +6,17 @@
  *
  * Each row's record is copied from the input by the position the run recorded (`rows.source_offset`),
  * up to the next row's position. The input is read once, front to back (decompressed on the fly for
- * .gz); the ledger's rows are streamed in row order: memory holds one record at a time.
+ * .gz); the ledger's rows come in row order, a batch at a time: memory holds one record and one batch.
  */
 import { isUtf8 } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
 import { DEFAULT_MAX_RECORD_BYTES, openInput, type InputFormat, type InputOptions } from '../input/index.js';
-import type { RowState } from '../ledger/index.js';
+import { countRowsWithoutPosition, sourceRowBatches, type RowState, type SourceRow, type SqlDb } from '../ledger/index.js';
 import { formatCsvCell } from './csv.js';
 import { ByteCursor, ChunkedWriter, CHUNK_BYTES } from './_byte-io.js';
-import { rowsInBatches } from './_keyset.js';
 
 /** The columns (NDJSON: keys) appended to each exported record. */
 export const SOURCE_EXPORT_COLUMNS = ['qb_state', 'qb_error_code', 'qb_error_message'] as const;
@@ -52,22 +50,13 @@ const CLOSE_BRACE = 0x7d;
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const CRLF = Buffer.from([CR, LF]);
 
-interface LedgerRow {
-  row_number: number;
-  source_offset: number | null;
-  source_line: number | null;
-  state: RowState;
-  error_code: string | null;
-  error_message: string | null;
-}
-
 /**
  * Writes the header (CSV) and the selected rows through `write`, in row order. Throws `E_INPUT`
  * when the input ends before a recorded position. The caller checks first that every selected row
  * has a recorded position ({@link checkSourcePositions}) and that the input is the file the job
  * read (its SHA-256). Returns the rows written.
  */
-export async function exportSourceRows(db: Database.Database, options: SourceExportOptions, write: (chunk: Buffer) => void | Promise<void>): Promise<number> {
+export async function exportSourceRows(db: SqlDb, options: SourceExportOptions, write: (chunk: Buffer) => void | Promise<void>): Promise<number> {
   const { input } = options;
   const csv = input.format !== 'ndjson';
   const selected = new Set(options.states);
@@ -91,8 +80,8 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
       out.push(Buffer.from(`${SOURCE_EXPORT_COLUMNS.map((c) => input.delimiter + c).join('')}${eol}`));
     }
     // Every row of the job in row order, so the one after a selected row (where its record ends) is at hand.
-    let pending: LedgerRow | undefined;
-    const flush = async (next: LedgerRow | undefined): Promise<void> => {
+    let pending: SourceRow | undefined;
+    const flush = async (next: SourceRow | undefined): Promise<void> => {
       const row = pending;
       pending = undefined;
       if (row === undefined) return;
@@ -117,16 +106,12 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
       count += 1;
       await out.written();
     };
-    // In batches: no read transaction stays open while the input is read or a slow reader holds a chunk back.
-    const rows = rowsInBatches<LedgerRow>(
-      db,
-      `SELECT row_number, source_offset, source_line, state, error_code, error_message FROM rows
-       WHERE job_id = @job AND row_number > @after ORDER BY row_number LIMIT @limit`,
-      { job: options.jobId },
-    );
-    for (const row of rows) {
-      await flush(row);
-      if (selected.size === 0 || selected.has(row.state)) pending = row;
+    // In batches: no read stays open while the input is read or a slow reader holds a chunk back.
+    for await (const batch of sourceRowBatches(db, options.jobId)) {
+      for (const row of batch) {
+        await flush(row);
+        if (selected.size === 0 || selected.has(row.state)) pending = row;
+      }
     }
     await flush(undefined);
     out.end();
@@ -141,9 +126,8 @@ export async function exportSourceRows(db: Database.Database, options: SourceExp
  * Throws `QuoteBatchError('E_USAGE')` when rows to export have no recorded position in the input
  * (a ledger written by a quote-batch that did not record them): they cannot be copied from it.
  */
-export function checkSourcePositions(db: Database.Database, jobId: number, states: readonly RowState[]): void {
-  const where = states.length === 0 ? '' : ` AND state IN (${states.map(() => '?').join(', ')})`;
-  const missing = db.prepare(`SELECT COUNT(*) FROM rows WHERE job_id = ? AND source_offset IS NULL${where}`).pluck().get(jobId, ...states) as number;
+export async function checkSourcePositions(db: SqlDb, jobId: number, states: readonly RowState[]): Promise<void> {
+  const missing = await countRowsWithoutPosition(db, jobId, states);
   if (missing > 0) {
     throw new QuoteBatchError('E_USAGE', `${missing} of the rows to export from job ${jobId} have no recorded position in the input (a ledger written before quote-batch recorded them), so they cannot be copied from it`, {
       hint: 'export their outcomes with --format csv, or run the job again with --fresh to record positions',
@@ -160,7 +144,7 @@ function openBytes(input: SourceInput): Readable {
  * Where the record of the last row the ledger has (or of a row whose next one it lacks) ends: the
  * offset of the record after it, as the reader finds it; undefined at the end of the input.
  */
-async function csvRecordEnd(input: SourceInput, row: LedgerRow): Promise<number | undefined> {
+async function csvRecordEnd(input: SourceInput, row: SourceRow): Promise<number | undefined> {
   const options: InputOptions = { format: input.format, delimiter: input.delimiter, rereadRunOnQuotes: input.rereadRunOnQuotes, anyLineEnd: input.anyLineEnd };
   const reader = await openInput(input.path, {
     ...options, start: { offset: row.source_offset as number, rowNumber: row.row_number, line: row.source_line ?? 2 },
@@ -234,7 +218,7 @@ function withoutExportCells(record: Buffer, delimiter: string, fields: number): 
  * A CSV record without its line end(s), the three cells appended with the input's delimiter. A
  * record too long to copy (null) becomes `fields` empty cells, so the three land in their columns.
  */
-function csvRecord(record: Buffer | null, row: LedgerRow, delimiter: string, eol: string, fields: number): Buffer {
+function csvRecord(record: Buffer | null, row: SourceRow, delimiter: string, eol: string, fields: number): Buffer {
   const cells = [row.state, row.error_code, row.error_message].map((v) => delimiter + formatCsvCell(v, delimiter)).join('');
   if (record === null) return Buffer.from(`${delimiter.repeat(fields - 1)}${cells}${eol}`);
   return Buffer.concat([withoutLineEnds(record), Buffer.from(`${cells}${eol}`)]);
@@ -253,7 +237,7 @@ function withoutLineEnds(record: Buffer): Buffer {
  * row) becomes an object holding it: `qb_line` its text when it is valid UTF-8, else
  * `qb_line_base64` its bytes; a line too long to copy, `"qb_line": null`.
  */
-function ndjsonRecord(record: Buffer | null, row: LedgerRow, eol: string): Buffer {
+function ndjsonRecord(record: Buffer | null, row: SourceRow, eol: string): Buffer {
   const added = `"qb_state":${JSON.stringify(row.state)},"qb_error_code":${JSON.stringify(row.error_code)},"qb_error_message":${JSON.stringify(row.error_message)}}${eol}`;
   if (record === null) return Buffer.from(`{"qb_line":null,${added}`);
   const earlier = earlierExport(record);

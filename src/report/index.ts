@@ -1,9 +1,8 @@
 // Summaries, exports and the HTML report of a ledger (the analysts' view): re-exports only.
-export { buildReport, resolveJobId, computeStats, computeHistogram, readRowsByOtherJobs, readUnreadableAnswers } from './build-report.js';
-export { percentileOf } from './_buckets.js';
+export { buildReport, resolveJobId, computeStats, computeHistogram } from './build-report.js';
+export { percentileOf } from '../percentile.js';
 export { renderTable, DEFAULT_TABLE_WIDTH } from './render-table.js';
-export { readErrorGroups, type RowErrorGroups } from './row-errors.js';
-export { readSettledLimit, settledLimitOf } from './timeline.js';
+export { readSettledLimit } from './timeline.js';
 export { formatDuration } from './_text.js';
 export { renderCsv, flattenFigures } from './render-csv.js';
 export { renderHtml, STATE_COLORS } from './render-html.js';

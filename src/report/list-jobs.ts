@@ -1,29 +1,9 @@
 /** `quote-batch jobs`: the jobs of a ledger, newest first, with their counts (from `job_summary`). */
-import type Database from 'better-sqlite3';
-import { countUnfinished, runMayBeAlive, type JobStatus } from '../ledger/index.js';
+import { countUnfinished, readJobSummaries, readRunningRuns, runMayBeAlive, type JobSummary, type SqlDb } from '../ledger/index.js';
 import { cleanText, formatInteger, formatTimestamp, padCell, padCellLeft, truncateStart } from './_text.js';
 
-/** One job as `quote-batch jobs --format json` lists it. */
-export interface JobListing {
-  id: number;
-  input_path: string;
-  environment: string;
-  operation: string;
-  status: JobStatus;
-  total_rows: number | null;
-  rows_recorded: number;
-  pending: number;
-  in_flight: number;
-  succeeded: number;
-  rejected: number;
-  agent_invalid: number;
-  invalid: number;
-  duplicate: number;
-  failed: number;
-  in_doubt: number;
-  success_rate: number | null;
-  created_at: string;
-  finished_at: string | null;
+/** One job as `quote-batch jobs --format json` lists it: its `job_summary` row, and whether its process is gone. */
+export interface JobListing extends JobSummary {
   /**
    * True when the job is marked `running` but the process of its run is gone (killed or crashed
    * without recording its end). The table shows it `crashed`; the next run records it so.
@@ -31,21 +11,16 @@ export interface JobListing {
   process_gone: boolean;
 }
 
-export function listJobs(db: Database.Database, nowMs: number = Date.now()): JobListing[] {
-  return db.transaction(() => {
-    const jobs = db.prepare(
-      `SELECT job_id AS id, input_path, environment, operation, status, total_rows, rows_recorded, pending, in_flight,
-         succeeded, rejected, agent_invalid, invalid, duplicate, failed, in_doubt, success_rate, created_at, finished_at
-       FROM job_summary ORDER BY job_id DESC`,
-    ).all() as Omit<JobListing, 'process_gone'>[];
+export function listJobs(db: SqlDb, nowMs: number = Date.now()): Promise<JobListing[]> {
+  return db.snapshot(async () => {
+    const jobs = await readJobSummaries(db);
     // A job is gone when it has runs marked running and none of their processes may be alive.
     const alive = new Map<number, boolean>();
-    for (const run of db.prepare(`SELECT job_id, pid, hostname, heartbeat_at FROM runs WHERE status = 'running'`)
-      .all() as { job_id: number; pid: number | null; hostname: string | null; heartbeat_at: string | null }[]) {
+    for (const run of await readRunningRuns(db)) {
       alive.set(run.job_id, (alive.get(run.job_id) ?? false) || runMayBeAlive(run, nowMs));
     }
     return jobs.map((j) => ({ ...j, process_gone: j.status === 'running' && alive.get(j.id) === false }));
-  }).deferred();
+  });
 }
 
 /** The status the table shows: `crashed` for a job marked running whose run's process is gone. */

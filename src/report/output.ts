@@ -2,7 +2,7 @@
 import { closeSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { QuoteBatchError } from '../errors.js';
-import { Ledger } from '../ledger/index.js';
+import { Ledger, readJobFiles, type SqlDb } from '../ledger/index.js';
 
 /**
  * Opens a ledger read-only (an analyst may read while a run writes; WAL lets both go on).
@@ -18,7 +18,7 @@ export function openReportLedger(path: string): Ledger {
  * twice), or the input or mapping file of one of its jobs (the leads themselves). Files are
  * compared by identity (device and inode), so another spelling of the same path is caught too.
  */
-export function refuseProtectedOut(outPath: string, ledgerPath: string, ledger: Ledger): void {
+export async function refuseProtectedOut(outPath: string, ledgerPath: string, db: SqlDb): Promise<void> {
   const out = identity(outPath);
   if (out === undefined) return;
   const same = (path: string): boolean => identity(path) === out;
@@ -29,8 +29,7 @@ export function refuseProtectedOut(outPath: string, ledgerPath: string, ledger: 
       hint: 'name another file, e.g. --out report.html or --out rows.csv',
     });
   }
-  const jobs = ledger.db.prepare('SELECT id, input_path, mapping_path FROM jobs ORDER BY id').all() as { id: number; input_path: string; mapping_path: string }[];
-  for (const job of jobs) {
+  for (const job of await readJobFiles(db)) {
     for (const [what, path] of [['input', job.input_path], ['mapping', job.mapping_path]] as const) {
       if (same(resolve(path))) {
         throw new QuoteBatchError('E_USAGE', `--out ${outPath} is the ${what} file of job ${job.id}: writing there would replace it`, {

@@ -5,6 +5,8 @@
  */
 import type { RowState, JobStatus, RunStatus } from '../ledger/index.js';
 
+export { DONE_STATES, ERROR_STATES } from '../ledger/index.js';
+
 /** 2: `row_errors` are groups by kind (row numbers, values and ids taken out), with sample rows; `timeline` and `partner` added. */
 export const REPORT_VERSION = 2;
 
@@ -14,17 +16,6 @@ export type ReportAttemptKind = (typeof ATTEMPT_KINDS)[number];
 
 /** Attempt outcomes recorded by the partner client (`attempts.outcome`). */
 export const ATTEMPT_OUTCOMES = ['ok', 'rejected', 'forbidden', 'retryable', 'in_doubt'] as const;
-
-/**
- * States whose rows carry an error worth grouping (`row_errors`): what went wrong with a row.
- * Not `duplicate` (the lead was sent once, as it should be), nor `pending`/`in_flight`/`succeeded`.
- */
-export const ERROR_STATES = ['rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt'] as const satisfies readonly RowState[];
-
-/** States that a later run leaves alone or that ended a send: every state but `pending` and `in_flight`. */
-export const DONE_STATES = [
-  'succeeded', 'rejected', 'agent_invalid', 'invalid', 'duplicate', 'failed', 'in_doubt',
-] as const satisfies readonly RowState[];
 
 /**
  * Summary statistics of a set of values. Percentiles use the nearest-rank method: the p-th

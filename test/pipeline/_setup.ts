@@ -81,9 +81,9 @@ export function countState(path: string, state: string): number {
 }
 
 /** Waits (bounded) until `predicate` holds; throws after `maxMs`. */
-export async function waitFor(predicate: () => boolean, maxMs = 60_000, stepMs = 50): Promise<void> {
+export async function waitFor(predicate: () => boolean | Promise<boolean>, maxMs = 60_000, stepMs = 50): Promise<void> {
   for (let waited = 0; waited < maxMs; waited += stepMs) {
-    if (predicate()) return;
+    if (await predicate()) return;
     await new Promise((r) => setTimeout(r, stepMs));
   }
   throw new Error(`condition not met within ${maxMs} ms`);

@@ -7,7 +7,8 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_INITIAL_WINDOW } from '../../src/partner/adaptive-limiter.js';
-import { readStartingLimit } from '../../src/report/timeline.js';
+import { SqliteDb } from '../../src/ledger/index.js';
+import { readStartingLimit } from '../../src/pipeline/run-job.js';
 import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { makeTempDir } from '../helpers/temp-dir.js';
@@ -155,12 +156,13 @@ describe('adaptive concurrency across jobs', () => {
       '--json-log', '--base-url', sandbox.url];
     const opts = { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } };
     const { child, done } = startCli(args, opts);
-    // Killed once it has recorded a sample of its limit that saw answers (one per second).
+    // Killed once it has recorded a sample of its limit that saw answers (one per second): a quote
+    // answered, as the warm start counts them (validations alone, on a loaded machine, are not).
     const sampled = (): boolean => {
       try {
         const db = new Database(tmp.path('l.db'), { readonly: true, fileMustExist: true });
         try {
-          return (db.prepare('SELECT COUNT(*) FROM run_samples WHERE attempts > 0').pluck().get() as number) > 0;
+          return (db.prepare('SELECT COUNT(*) FROM run_samples WHERE submits_answered > 0').pluck().get() as number) > 0;
         } finally {
           db.close();
         }
@@ -260,10 +262,10 @@ describe('adaptive concurrency across jobs', () => {
     // Something to start from: a finished job against this partner.
     expect((await run(files.first, sandbox.url)).code).not.toBe(3);
     /** What `run` would read now: a start it would announce (a limit the partner set, or a floor above the cold start's window). */
-    const wouldAnnounce = (): boolean => {
+    const wouldAnnounce = async (): Promise<boolean> => {
       const db = new Database(tmp.path('l.db'), { readonly: true });
       try {
-        const found = readStartingLimit(db, { environment: 'sandbox', operation: 'quote', baseUrl: sandbox.url });
+        const found = await readStartingLimit(new SqliteDb(db), { environment: 'sandbox', operation: 'quote', baseUrl: sandbox.url });
         return found !== null && (found.used || Math.min(found.limit, 8) > Math.min(DEFAULT_INITIAL_WINDOW, 8));
       } finally {
         db.close();
@@ -285,7 +287,7 @@ describe('adaptive concurrency across jobs', () => {
       expect(lines).toEqual([expect.objectContaining({ level: 'error', code: 'E_JOB_LOCKED', exit_code: 4 })]);
       expect(refused.stderr).not.toMatch(/adaptive concurrency starts at/);
       // It would have had a start to announce: the message is held back, not missing.
-      expect(wouldAnnounce()).toBe(true);
+      expect(await wouldAnnounce()).toBe(true);
     } finally {
       holder.child.kill('SIGKILL');
       await holder.done;

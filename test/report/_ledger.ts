@@ -6,12 +6,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { Ledger } from '../../src/ledger/index.js';
+import { Ledger, ledgerSql, type SqlDb } from '../../src/ledger/index.js';
 
 export interface TempLedger {
   dir: string;
   path: string;
   db: Database.Database;
+  /** The same connection as the ledger's queries read it (`src/ledger/queries/`). */
+  sql: SqlDb;
   /** Closes the writer connection (keeping the file) so read-only openers see a settled file. */
   close(): void;
   /** Closes and removes the temp directory. */
@@ -26,6 +28,7 @@ export function createTempLedger(name = 'quote-batch.db'): TempLedger {
     dir,
     path,
     db: ledger.db,
+    sql: ledgerSql(ledger),
     close: () => ledger.close(),
     remove: () => {
       ledger.close();

@@ -5,7 +5,7 @@ import {
   resolveJobId, DEFAULT_TABLE_WIDTH as TABLE_WIDTH, type Report,
 } from '../../src/report/index.js';
 import { jobStatusLabel, runStatusLabel, stoppedNote } from '../../src/report/_buckets.js';
-import { readStartingLimit } from '../../src/report/timeline.js';
+import { readStartingLimit } from '../../src/pipeline/run-job.js';
 import { QuoteBatchError } from '../../src/errors.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { buildEmptyJob } from '../fixtures/report/empty-job.js';
@@ -15,8 +15,8 @@ import { groupsFromText } from './_groups.js';
 import { bucketPacesBySql, completionTimesBySql, computeFiguresBySql, countBinsBySql, errorRowsBySql, partnerBySql } from './_sql-figures.js';
 
 /** Holds a report against plain SQL: every figure, each histogram bin and completion bucket. */
-function expectReportMatchesSql(t: TempLedger, jobId: number): Report {
-  const report = JSON.parse(JSON.stringify(buildReport(t.db, jobId))) as Report;
+async function expectReportMatchesSql(t: TempLedger, jobId: number): Promise<Report> {
+  const report = JSON.parse(JSON.stringify(await buildReport(t.sql, jobId))) as Report;
   const bySql = computeFiguresBySql(t.db, jobId);
   const {
     generated_at: _g, report_version: version, completions, premium, latency_ms: latency, row_errors: rowErrors,
@@ -95,8 +95,8 @@ describe('buildReport on the mixed-job ledger', () => {
   });
   afterAll(() => t.remove());
 
-  it('equals plain SQL, figure by figure, for the latest job', () => {
-    const report = expectReportMatchesSql(t, fixture.jobId);
+  it('equals plain SQL, figure by figure, for the latest job', async () => {
+    const report = await expectReportMatchesSql(t, fixture.jobId);
     // The fixture was built to exercise every section: guard against a fixture that tests nothing.
     expect(report.rows.total).toBe(fixture.rowCount);
     for (const state of ['succeeded', 'rejected', 'agent_invalid', 'invalid', 'duplicate', 'failed', 'in_doubt', 'pending'] as const) {
@@ -113,22 +113,22 @@ describe('buildReport on the mixed-job ledger', () => {
     expect(report.completions.buckets.reduce((a, b) => a + b, 0)).toBe(report.timing.rows_completed);
   });
 
-  it('equals plain SQL for an older job chosen by id', () => {
-    const report = expectReportMatchesSql(t, fixture.oldJobId);
+  it('equals plain SQL for an older job chosen by id', async () => {
+    const report = await expectReportMatchesSql(t, fixture.oldJobId);
     expect(report.rows.by_state.succeeded).toBe(5);
     expect(report.rows.success_rate).toBe(1);
     expect(report.premium).toMatchObject({ count: 5, min: 1001, median: 1003, p90: 1005, max: 1005 });
   });
 
-  it('resolves the latest job by default and refuses an unknown one', () => {
-    expect(resolveJobId(t.db, undefined, t.path)).toBe(fixture.jobId);
-    expect(resolveJobId(t.db, fixture.oldJobId, t.path)).toBe(fixture.oldJobId);
-    expect(() => resolveJobId(t.db, 999, t.path)).toThrow(QuoteBatchError);
-    expect(() => resolveJobId(t.db, 999, t.path)).toThrow(/job 999 is not in ledger/);
+  it('resolves the latest job by default and refuses an unknown one', async () => {
+    expect(await resolveJobId(t.sql, undefined, t.path)).toBe(fixture.jobId);
+    expect(await resolveJobId(t.sql, fixture.oldJobId, t.path)).toBe(fixture.oldJobId);
+    await expect(resolveJobId(t.sql, 999, t.path)).rejects.toThrow(QuoteBatchError);
+    await expect(resolveJobId(t.sql, 999, t.path)).rejects.toThrow(/job 999 is not in ledger/);
   });
 
-  it('renders a table as wide as asked (100 by default), the error kinds whole and as in the JSON', () => {
-    const report = buildReport(t.db, fixture.jobId);
+  it('renders a table as wide as asked (100 by default), the error kinds whole and as in the JSON', async () => {
+    const report = await buildReport(t.sql, fixture.jobId);
     for (const width of [undefined, 80, 200]) {
       const text = renderTable(report, { width });
       const lines = text.trimEnd().split('\n');
@@ -145,8 +145,8 @@ describe('buildReport on the mixed-job ledger', () => {
     expect(renderTable(report, { width: 200 })).toMatch(/Partner's limit: settled at [\d.]+ requests in flight/);
   });
 
-  it('groups the error rows by kind: one kind per mistake, whatever the row, value or US state', () => {
-    const report = buildReport(t.db, fixture.jobId);
+  it('groups the error rows by kind: one kind per mistake, whatever the row, value or US state', async () => {
+    const report = await buildReport(t.sql, fixture.jobId);
     const kinds = (state: string) => report.row_errors.filter((g) => g.state === state);
     expect(kinds('invalid').map((g) => [g.kind, g.rows])).toEqual([
       ['invalid · E_VALIDATION · application.drivers[].dob: expected YYYY-MM-DD (column driver1_dob)', report.rows.by_state.invalid],
@@ -155,8 +155,8 @@ describe('buildReport on the mixed-job ledger', () => {
     expect(report.row_error_groups).toBe(8);
   });
 
-  it('puts each completion in the run it happened in, in its bucket', () => {
-    const report = buildReport(t.db, fixture.jobId);
+  it('puts each completion in the run it happened in, in its bucket', async () => {
+    const report = await buildReport(t.sql, fixture.jobId);
     const { bucket_seconds: w, segments } = report.timeline;
     expect(segments.map((s) => s.status)).toEqual(['crashed', 'interrupted']);
     expect(report.timeline.rows_outside_runs).toBe(0);
@@ -176,8 +176,8 @@ describe('buildReport on the mixed-job ledger', () => {
     });
   });
 
-  it('says where the partner\'s limit settled: below the limit the samples ran into', () => {
-    const { partner } = buildReport(t.db, fixture.jobId);
+  it('says where the partner\'s limit settled: below the limit the samples ran into', async () => {
+    const { partner } = await buildReport(t.sql, fixture.jobId);
     expect(partner.settled_run_id).toBe(fixture.jobId + 1); // the second run of the job (run ids: old job's, then 2, 3)
     expect(partner.settled_limit).toBeGreaterThan(fixture.partnerLimit / 2);
     expect(partner.settled_limit).toBeLessThanOrEqual(fixture.partnerLimit);
@@ -185,10 +185,10 @@ describe('buildReport on the mixed-job ledger', () => {
     expect(partner.throttled).toBeGreaterThan(0);
   });
 
-  it('draws no pace for runs that were never paced', () => {
-    const report = buildReport(t.db, fixture.jobId);
+  it('draws no pace for runs that were never paced', async () => {
+    const report = await buildReport(t.sql, fixture.jobId);
     expect(report.timeline.segments.flatMap((s) => s.buckets).every((b) => b.pace_rate === null)).toBe(true);
-    const html = renderHtml(report, readProblemRows(t.db, fixture.jobId));
+    const html = renderHtml(report, await readProblemRows(t.sql, fixture.jobId));
     expect(html).toContain('class="mark rows-per-second"');
     expect(html).not.toContain('class="mark pace"');
     expect(html).not.toMatch(/pace, requests/);
@@ -197,8 +197,8 @@ describe('buildReport on the mixed-job ledger', () => {
     expect(table).not.toMatch(/pace/);
   });
 
-  it('renders CSV with one line per figure, each equal to the JSON figure', () => {
-    const report = buildReport(t.db, fixture.jobId);
+  it('renders CSV with one line per figure, each equal to the JSON figure', async () => {
+    const report = await buildReport(t.sql, fixture.jobId);
     const records = parse(renderCsv(report), { columns: true }) as { figure: string; value: string }[];
     const figures = flattenFigures(JSON.parse(JSON.stringify(report)));
     expect(records.length).toBe(figures.length);
@@ -218,18 +218,18 @@ describe('buildReport on a run that paced (a partner with a rate cap)', () => {
     ['paced throughout', (second) => 19 + (second % 3), 20],
     // Paced in fewer than half of the samples the limit comes from: no pace is claimed.
     ['paced only now and then', (second) => (second % 3 === 0 ? 20 : null), null],
-  ])('%s: settled_pace as by SQL, and the table and the HTML say it', (_label, paceAt, expected) => {
+  ])('%s: settled_pace as by SQL, and the table and the HTML say it', async (_label, paceAt, expected) => {
     const t = createTempLedger();
     try {
       const fixture = buildMixedJob(t.db);
-      const run = buildReport(t.db, fixture.jobId).partner.settled_run_id;
+      const run = (await buildReport(t.sql, fixture.jobId)).partner.settled_run_id;
       const update = t.db.prepare('UPDATE run_samples SET pace_rate = ? WHERE run_id = ? AND elapsed_ms = ?');
       const seconds = t.db.prepare('SELECT elapsed_ms FROM run_samples WHERE run_id = ?').pluck().all(run) as number[];
       for (const ms of seconds) update.run(paceAt(ms / 1000), run, ms);
-      const report = expectReportMatchesSql(t, fixture.jobId);
+      const report = await expectReportMatchesSql(t, fixture.jobId);
       expect(report.partner.settled_pace).toBe(expected);
       const table = renderTable(report, { width: 200 });
-      const html = renderHtml(report, readProblemRows(t.db, fixture.jobId));
+      const html = renderHtml(report, await readProblemRows(t.sql, fixture.jobId));
       if (expected === null) {
         expect(table).not.toMatch(/paced at/);
         expect(html).not.toMatch(/paced at/);
@@ -255,11 +255,11 @@ describe('buildReport on a run that paced (a partner with a rate cap)', () => {
 });
 
 describe('buildReport on edge cases', () => {
-  it('reports an empty job with zeros and nulls, every key present', () => {
+  it('reports an empty job with zeros and nulls, every key present', async () => {
     const t = createTempLedger();
     try {
       const { jobId } = buildEmptyJob(t.db);
-      const report = expectReportMatchesSql(t, jobId);
+      const report = await expectReportMatchesSql(t, jobId);
       expect(report.rows.total).toBe(0);
       expect(report.rows.success_rate).toBeNull();
       expect(report.premium).toEqual({ count: 0, min: null, median: null, p90: null, p95: null, p99: null, max: null, mean: null, histogram: [] });
@@ -272,7 +272,7 @@ describe('buildReport on edge cases', () => {
     }
   });
 
-  it('draws a run shorter than a sample as dots, not as lines of one point (which draw nothing), and says its limit was the ceiling', () => {
+  it('draws a run shorter than a sample as dots, not as lines of one point (which draw nothing), and says its limit was the ceiling', async () => {
     const t = createTempLedger();
     try {
       const started = Date.now() - 5000;
@@ -280,8 +280,8 @@ describe('buildReport on edge cases', () => {
       const runId = insertRun(t.db, { job_id: jobId, started_at: iso(started), finished_at: iso(started + 800), status: 'completed', options_json: '{"concurrency":8,"adaptive":true}' });
       for (let n = 1; n <= 20; n += 1) insertRow(t.db, { job_id: jobId, row_number: n, state: 'succeeded', attempts: 1, updated_at: iso(started + 40 * n) });
       insertSample(t.db, { run_id: runId, elapsed_ms: 800, at: iso(started + 800), concurrency_limit: 8, in_flight: 0, attempts: 20, throttled: 0, errors: 0, rows_done: 20, latency_p50_ms: 60 });
-      const report = buildReport(t.db, jobId);
-      const html = renderHtml(report, readProblemRows(t.db, jobId));
+      const report = await buildReport(t.sql, jobId);
+      const html = renderHtml(report, await readProblemRows(t.sql, jobId));
       // It never left its --concurrency: a limit of the user's, which the report says.
       expect(report.partner).toMatchObject({ settled_limit: 8, settled_ceiling: 8 });
       expect(renderTable(report)).toContain("Partner's limit: settled at 8 requests in flight (the --concurrency ceiling: no lower limit shown)\n");
@@ -297,7 +297,7 @@ describe('buildReport on edge cases', () => {
     }
   });
 
-  it('writes a fractional settled limit as the run summary does ("4.5"), not rounded to another figure', () => {
+  it('writes a fractional settled limit as the run summary does ("4.5"), not rounded to another figure', async () => {
     const t = createTempLedger();
     try {
       const started = Date.now() - 60_000;
@@ -308,10 +308,10 @@ describe('buildReport on edge cases', () => {
         const limit = s <= 2 ? 16 : s <= 4 ? 9 : 4.5;
         insertSample(t.db, { run_id: runId, elapsed_ms: s * 1000, at: iso(started + s * 1000), concurrency_limit: limit, in_flight: limit, attempts: 40, throttled: s <= 4 ? 3 : 0, errors: 0, rows_done: 37, latency_p50_ms: 100 });
       }
-      const report = expectReportMatchesSql(t, jobId);
+      const report = await expectReportMatchesSql(t, jobId);
       expect(report.partner).toMatchObject({ settled_limit: 4.5, settled_ceiling: 16, limit_max: 16 });
       expect(renderTable(report)).toContain("Partner's limit: settled at 4.5 requests in flight\n");
-      const html = renderHtml(report, readProblemRows(t.db, jobId));
+      const html = renderHtml(report, await readProblemRows(t.sql, jobId));
       expect(html).toContain('Run 1 settled at 4.5 requests in flight (the median limit of its last 10 seconds)');
       expect(html).toContain('>settled at 4.5</text>');
       expect(html).toContain('<div class="kpi"><b>4.5</b><span>settled limit</span></div>');
@@ -320,7 +320,7 @@ describe('buildReport on edge cases', () => {
     }
   });
 
-  it('takes the settled limit from before an outage that halted a run, not from the back-off after it', () => {
+  it('takes the settled limit from before an outage that halted a run, not from the back-off after it', async () => {
     const t = createTempLedger();
     try {
       const t0 = Date.now() - 600_000;
@@ -341,18 +341,18 @@ describe('buildReport on edge cases', () => {
       for (let s = 1; s <= 3; s += 1) {
         insertSample(t.db, { run_id: run2, elapsed_ms: s * 1000, at: iso(t1 + s * 1000), concurrency_limit: 8, in_flight: 8, attempts: 80, throttled: 0, errors: 0, rows_done: 80, latency_p50_ms: 100 });
       }
-      const report = expectReportMatchesSql(t, jobId);
+      const report = await expectReportMatchesSql(t, jobId);
       // Run 1 has the most samples the partner answered (20 against 3): its last 10 of them.
       expect(report.partner).toMatchObject({ settled_run_id: run1, settled_limit: 8, settled_samples: 10, settled_ceiling: 8 });
       expect(renderTable(report)).toContain("Partner's limit: settled at 8 requests in flight (the --concurrency ceiling: no lower limit shown)\n");
       // Where a run starts the next night: halted runs are not remembered at all; run 2 is.
-      expect(readStartingLimit(t.db, { environment: 'sandbox', operation: 'quote', baseUrl: 'http://127.0.0.1:4010' })?.runId).toBe(run2);
+      expect((await readStartingLimit(t.sql, { environment: 'sandbox', operation: 'quote', baseUrl: 'http://127.0.0.1:4010' }))?.runId).toBe(run2);
     } finally {
       t.remove();
     }
   });
 
-  it('a breaker left open until Ctrl-C, its probes answered and its trial quotes failing: the limit from before, here and for the next run', () => {
+  it('a breaker left open until Ctrl-C, its probes answered and its trial quotes failing: the limit from before, here and for the next run', async () => {
     const t = createTempLedger();
     try {
       const t0 = Date.now() - 600_000;
@@ -368,16 +368,16 @@ describe('buildReport on edge cases', () => {
           latency_p50_ms: 100, submits_answered: down ? 0 : 100,
         });
       }
-      const report = expectReportMatchesSql(t, jobId);
+      const report = await expectReportMatchesSql(t, jobId);
       expect(report.partner).toMatchObject({ settled_run_id: runId, settled_limit: 12, settled_samples: 10, settled_held_by_run: false });
       // An interrupted run is remembered: the next run starts from 12, not from the outage's 1.
-      expect(readStartingLimit(t.db, { environment: 'sandbox', operation: 'quote', baseUrl: 'http://127.0.0.1:4010' })).toMatchObject({ runId, limit: 12, used: true });
+      expect(await readStartingLimit(t.sql, { environment: 'sandbox', operation: 'quote', baseUrl: 'http://127.0.0.1:4010' })).toMatchObject({ runId, limit: 12, used: true });
     } finally {
       t.remove();
     }
   });
 
-  it('counts rows settled by resolve after a run outside it, and ends the run where it ended', () => {
+  it('counts rows settled by resolve after a run outside it, and ends the run where it ended', async () => {
     const t = createTempLedger();
     try {
       const t0 = Date.now() - 600_000;
@@ -394,7 +394,7 @@ describe('buildReport on edge cases', () => {
         t.db.prepare(`INSERT INTO resolutions (job_id, row_number, from_state, to_state, note, resolved_at) VALUES (?, ?, 'in_doubt', 'succeeded', 'checked', ?)`)
           .run(jobId, n, resolvedAt);
       }
-      const report = expectReportMatchesSql(t, jobId);
+      const report = await expectReportMatchesSql(t, jobId);
       expect(report.timeline.rows_outside_runs).toBe(2);
       const [segment] = report.timeline.segments;
       expect(segment?.end).toBe(iso(t0 + 4000));
@@ -404,12 +404,12 @@ describe('buildReport on edge cases', () => {
     }
   });
 
-  it('keeps hostile text out of the terminal: no control characters, 80 columns', () => {
+  it('keeps hostile text out of the terminal: no control characters, 80 columns', async () => {
     const t = createTempLedger();
     try {
       const { jobId } = buildHostileData(t.db, 'http://127.0.0.1:9');
-      expectReportMatchesSql(t, jobId);
-      const table = renderTable(buildReport(t.db, jobId));
+      await expectReportMatchesSql(t, jobId);
+      const table = renderTable(await buildReport(t.sql, jobId));
       // eslint-disable-next-line no-control-regex
       expect(table.replaceAll('\n', '')).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
       for (const line of table.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(TABLE_WIDTH);

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import Database from 'better-sqlite3';
+import { SqliteDb } from '../../src/ledger/index.js';
 import { buildReport, EXPORT_COLUMNS, type JobListing, type Report } from '../../src/report/index.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { createTempLedger, type TempLedger } from './_ledger.js';
@@ -40,7 +41,7 @@ describe('quote-batch report / export / jobs', () => {
   });
   afterAll(() => t.remove());
 
-  it('report --format json: the latest job by default, every figure as in the ledger', () => {
+  it('report --format json: the latest job by default, every figure as in the ledger', async () => {
     const r = cli(['report', '--format', 'json'], t.dir);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -48,7 +49,7 @@ describe('quote-batch report / export / jobs', () => {
     expect(report.job.id).toBe(fixture.jobId);
     const reader = createReader(t.path);
     try {
-      expect(withoutClock(report)).toEqual(withoutClock(JSON.parse(JSON.stringify(buildReport(reader, fixture.jobId))) as Report));
+      expect(withoutClock(report)).toEqual(withoutClock(JSON.parse(JSON.stringify(await buildReport(new SqliteDb(reader), fixture.jobId))) as Report));
       expect(report.rows).toEqual(computeFiguresBySql(reader, fixture.jobId).rows);
     } finally {
       reader.close();

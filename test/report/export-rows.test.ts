@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import { EXPORT_COLUMNS, exportRows, formatCsvCell, parseStates, listJobs, renderJobsTable } from '../../src/report/index.js';
 import { QuoteBatchError } from '../../src/errors.js';
+import { SqliteDb } from '../../src/ledger/index.js';
 import { buildMixedJob, type MixedJob } from '../fixtures/report/mixed-job.js';
 import { buildHostileData } from '../fixtures/report/hostile-data.js';
 import { buildEmptyJob } from '../fixtures/report/empty-job.js';
@@ -24,7 +25,7 @@ const unguard = (cell: string): string => (/^'[=+\-@\t\r]/.test(cell) ? cell.sli
 
 async function exportToString(db: Db, jobId: number, states: readonly string[], format: 'csv' | 'ndjson'): Promise<{ text: string; count: number }> {
   let text = '';
-  const count = await exportRows(db, { jobId, states: parseStatesOrAll(states), format }, (chunk) => {
+  const count = await exportRows(new SqliteDb(db), { jobId, states: parseStatesOrAll(states), format }, (chunk) => {
     text += chunk;
   });
   return { text, count };
@@ -103,7 +104,7 @@ describe('export round-trips: the rows listed are exactly the rows of those stat
       let lines = 0;
       // A reader that takes each chunk a turn later: the next chunk is not made before.
       let waiting = false;
-      const count = await exportRows(big.db, { jobId, format: 'csv' }, async (chunk) => {
+      const count = await exportRows(big.sql, { jobId, format: 'csv' }, async (chunk) => {
         expect(waiting).toBe(false);
         sizes.push(chunk.length);
         lines += chunk.split('\r\n').length - 1;
@@ -115,7 +116,7 @@ describe('export round-trips: the rows listed are exactly the rows of those stat
       expect(lines).toBe(20_001);
       expect(sizes.length).toBeGreaterThan(5);
       expect(Math.max(...sizes)).toBeLessThan(64 * 1024 + 1024);
-      expect(await exportRows(big.db, { jobId, states: ['failed'], format: 'ndjson' }, () => undefined)).toBe(2_000);
+      expect(await exportRows(big.sql, { jobId, states: ['failed'], format: 'ndjson' }, () => undefined)).toBe(2_000);
     } finally {
       big.remove();
     }
@@ -149,12 +150,12 @@ describe('parseStates', () => {
 });
 
 describe('listJobs', () => {
-  it('lists every job newest first with its counts, in 80 columns', () => {
+  it('lists every job newest first with its counts, in 80 columns', async () => {
     const t = createTempLedger();
     try {
       const mixed = buildMixedJob(t.db);
       const empty = buildEmptyJob(t.db);
-      const jobs = listJobs(t.db);
+      const jobs = await listJobs(t.sql);
       expect(jobs.map((j) => j.id)).toEqual([empty.jobId, mixed.jobId, mixed.oldJobId]);
       const byId = new Map(jobs.map((j) => [j.id, j]));
       for (const j of jobs) {

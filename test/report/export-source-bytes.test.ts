@@ -47,7 +47,7 @@ async function addJob(t: TempLedger, name: string, bytes: Buffer): Promise<Job> 
 async function exportBytes(t: TempLedger, job: Job, states: ('succeeded' | 'invalid')[] = []): Promise<Buffer> {
   const chunks: Buffer[] = [];
   const input = { path: job.path, format: job.format, gzip: false, delimiter: ',' } as const;
-  await exportSourceRows(t.db, { jobId: job.jobId, states, input }, (chunk) => void chunks.push(Buffer.from(chunk)));
+  await exportSourceRows(t.sql, { jobId: job.jobId, states, input }, (chunk) => void chunks.push(Buffer.from(chunk)));
   return Buffer.concat(chunks);
 }
 

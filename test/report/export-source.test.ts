@@ -49,7 +49,7 @@ function sourceInput(job: SourceJob, layout: SourceLayout): SourceInput {
 
 async function exportToFile(t: TempLedger, job: SourceJob, layout: SourceLayout, states: RowState[], name: string) {
   const chunks: Buffer[] = [];
-  const count = await exportSourceRows(t.db, { jobId: job.jobId, states, input: sourceInput(job, layout) }, (chunk) => void chunks.push(Buffer.from(chunk)));
+  const count = await exportSourceRows(t.sql, { jobId: job.jobId, states, input: sourceInput(job, layout) }, (chunk) => void chunks.push(Buffer.from(chunk)));
   const path = join(t.dir, name);
   writeFileSync(path, Buffer.concat(chunks));
   return { path, count, chunks };

@@ -67,8 +67,8 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
   for (const width of [800, 1280]) {
     it(`at ${width} px: draws every chart with titled axes, fits the window, loads nothing from the network`, async () => {
       const { jobId } = mixed;
-      const report = buildReport(t.db, jobId);
-      const html = renderHtml(report, readProblemRows(t.db, jobId));
+      const report = await buildReport(t.sql, jobId);
+      const html = renderHtml(report, await readProblemRows(t.sql, jobId));
       const { page, requested, fileUrl, file } = await openReport(html, `mixed-${width}`, width);
       try {
         expect(requested).toEqual([fileUrl]);
@@ -140,10 +140,10 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
     const paced = createTempLedger();
     try {
       const { jobId } = buildMixedJob(paced.db);
-      const run = buildReport(paced.db, jobId).partner.settled_run_id;
+      const run = (await buildReport(paced.sql, jobId)).partner.settled_run_id;
       // A rate cap of about 20 requests/s found from the run's tenth second on.
       paced.db.prepare('UPDATE run_samples SET pace_rate = 19 + (elapsed_ms / 1000) % 3 WHERE run_id = ? AND elapsed_ms >= 10000').run(run);
-      const html = renderHtml(buildReport(paced.db, jobId), readProblemRows(paced.db, jobId));
+      const html = renderHtml(await buildReport(paced.sql, jobId), await readProblemRows(paced.sql, jobId));
       const { page } = await openReport(html, 'paced', 800);
       try {
         const chart = page.locator('svg[data-chart="throughput"]');
@@ -174,7 +174,7 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
 
   it('caps the row table with a note that says how to get every row', async () => {
     const { jobId } = mixed;
-    const html = renderHtml(buildReport(t.db, jobId), readProblemRows(t.db, jobId, 10), '/var/lib/qb/night ledger.db');
+    const html = renderHtml(await buildReport(t.sql, jobId), await readProblemRows(t.sql, jobId, 10), '/var/lib/qb/night ledger.db');
     const { page } = await openReport(html, 'capped', 800);
     try {
       expect(await page.locator('table.problem-rows tbody tr').count()).toBe(10);
@@ -190,7 +190,7 @@ describe.skipIf(!hasChromium)('HTML report in headless Chromium', () => {
 
   it('escapes hostile lead data: no element, no script, no request comes from it', async () => {
     const { jobId, messages } = buildHostileData(t.db, probeUrl);
-    const html = renderHtml(buildReport(t.db, jobId), readProblemRows(t.db, jobId));
+    const html = renderHtml(await buildReport(t.sql, jobId), await readProblemRows(t.sql, jobId));
     expect(html).not.toContain('<script');
     expect(html).not.toContain('<img');
     expect(html).not.toContain('<iframe');

@@ -29,7 +29,7 @@ describe('docs/ledger.md', () => {
   let fixture: MixedJob;
   let analyst: Database.Database;
   let report: Report;
-  beforeAll(() => {
+  beforeAll(async () => {
     t = createTempLedger();
     fixture = buildMixedJob(t.db);
     // A request a killed run left in flight (recorded at the restart): `report` leaves its time out
@@ -48,7 +48,7 @@ describe('docs/ledger.md', () => {
         in_flight: 1, attempts: s % 3 === 0 ? 0 : 1, throttled: 0, errors: s % 3 === 0 ? 0 : 1, rows_done: 0, latency_p50_ms: null,
       });
     }
-    report = buildReport(t.db, fixture.jobId);
+    report = await buildReport(t.sql, fixture.jobId);
     analyst = new Database(t.path, { readonly: true, fileMustExist: true });
   });
   afterAll(() => {

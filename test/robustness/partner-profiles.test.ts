@@ -7,7 +7,7 @@
  */
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { settledLimitOf } from '../../src/report/timeline.js';
+import { settledLimitOf } from '../../src/partner/settled-limit.js';
 import type { SandboxFaults, SandboxHandle } from '../../src/sandbox/index.js';
 import { runCli } from '../helpers/cli.js';
 import { makeTempDir, type TempDir } from '../helpers/temp-dir.js';

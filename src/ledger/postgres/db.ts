@@ -15,6 +15,8 @@ export const POSTGRES_DIALECT: Dialect = {
   secondsBetween: (from, to) => `(EXTRACT(EPOCH FROM ((${to})::timestamptz - (${from})::timestamptz))::double precision)`,
   jsonNumber: (json, key) => `(CASE WHEN jsonb_typeof((${json})::jsonb -> '${key}') = 'number' THEN ((${json})::jsonb ->> '${key}')::double precision END)`,
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
+  jsonFlag: (json, key) => `(CASE WHEN jsonb_typeof((${json})::jsonb -> '${key}') = 'boolean' THEN CASE WHEN ((${json})::jsonb -> '${key}')::boolean THEN 1 ELSE 0 END END)`,
+  byteOrder: (text) => `(${text} COLLATE "C")`,
 };
 
 /** A ledger named by a `postgres://` connection string, taken apart. */

@@ -35,6 +35,16 @@ export interface Dialect {
   jsonNumber(jsonText: string, key: string): string;
   /** The greater of two values (SQLite's scalar `max`, PostgreSQL's `GREATEST`). */
   greatest(a: string, b: string): string;
+  /**
+   * A top-level member of a JSON text column that is `true` or `false` as 1 or 0; null when absent,
+   * not a boolean, or the text is not JSON.
+   */
+  jsonFlag(jsonText: string, key: string): string;
+  /**
+   * A text expression to ORDER BY in byte order, as SQLite's default BINARY collation sorts, so
+   * that ties break the same in both (PostgreSQL's database collation may sort `a_b` after `ab`).
+   */
+  byteOrder(text: string): string;
 }
 
 /** `'a', 'b'`: a list of SQL string literals, for `IN (…)` of constant words. */

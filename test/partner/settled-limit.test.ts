@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { limitSetBy, settledLimitOf, settledPaceOf, type LimitSample } from '../../src/report/timeline.js';
+import { limitSetBy, settledLimitOf, settledPaceOf, type LimitSample } from '../../src/partner/settled-limit.js';
 
 describe('settledLimitOf', () => {
   it.each([
