@@ -6,7 +6,7 @@
  * with their part done. What the workers learn of the partner's limit is shared (`shared-limit.ts`).
  */
 import { openInput } from '../input/index.js';
-import { countUnfinished, INPUT_READER, inputReadingOf, type JobRecord, type RowState } from '../ledger/index.js';
+import { countUnfinished, countUnreadableAnswers, INPUT_READER, inputReadingOf, readRowsByOtherJobs, type JobRecord, type RowState } from '../ledger/index.js';
 import type { PgLedger } from '../ledger/postgres/ledger.js';
 import { resolveInputOptions } from '../mapping/index.js';
 import type { ClientEvent } from '../partner/index.js';
@@ -18,7 +18,6 @@ import { OtherJobs } from './other-jobs.js';
 import { exitCodeFor, failureReason, settledFigures, sha256File, type RunJobOptions, type RunJobResult } from './run-job.js';
 import { SharedLimit } from './shared-limit.js';
 import { DEFAULTS } from '../config/index.js';
-import { byOtherJobsOf, unreadableAnswersOf } from './_worker-figures.js';
 
 export interface RunWorkerOptions extends Omit<RunJobOptions, 'ledger'> {
   ledger: PgLedger;
@@ -57,7 +56,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
       job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
       counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
       emptyInput: latest.total_rows === 0, ...settledFigures(null), ceiling: options.concurrency, rateCap: null, exitCode: exitCodeFor('completed', counts),
-      byOtherJobs: await byOtherJobsOf(ledger, latest.id), unreadableAnswers: await unreadableAnswersOf(ledger, latest.id),
+      byOtherJobs: await readRowsByOtherJobs(ledger.sql, latest.id), unreadableAnswers: await countUnreadableAnswers(ledger.sql, latest.id),
       worker: { workersAtStart: 0, othersAtEnd: 0, chunks: 0, takenOver: 0 },
     };
   }
@@ -151,7 +150,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
       limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null, emptyInput: jobDone && final.total_rows === 0,
       ...settledFigures(options.adaptive === true ? monitor.settled(options.concurrency, rateCap) : null),
       ceiling: options.concurrency, rateCap, durationMs: Date.now() - started, exitCode,
-      byOtherJobs: await byOtherJobsOf(ledger, job.id), unreadableAnswers: await unreadableAnswersOf(ledger, job.id),
+      byOtherJobs: await readRowsByOtherJobs(ledger.sql, job.id), unreadableAnswers: await countUnreadableAnswers(ledger.sql, job.id),
       worker: { workersAtStart: workers, othersAtEnd: others, chunks: intake.claimedChunks, takenOver },
     };
   } finally {
