@@ -1,6 +1,6 @@
 /** The summary printed at the end of `run` (also when a completed job is run again). */
 import { formatErrorGroupLines, groupRowErrors, wrapWords } from '../error-groups.js';
-import { errorRowBatches, ledgerSql, ROW_STATES, type Ledger } from '../ledger/index.js';
+import { errorRowBatches, ledgerSql, ROW_STATES, type Ledger, type SqlDb } from '../ledger/index.js';
 import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
 import type { RunJobResult } from './run-job.js';
 
@@ -49,7 +49,7 @@ const SUMMARY_ERROR_KINDS = 5;
  * The summary as text of at most `width` columns (the terminal's, else 100): rows by state, the
  * most frequent error kinds (grouped as `report` and `check` group them), and what to do next.
  */
-export async function formatSummary(result: RunJobResult, ledger: Ledger, width = 100): Promise<string> {
+export async function formatSummary(result: RunJobResult, ledger: Ledger | { readonly path: string; readonly sql: SqlDb }, width = 100): Promise<string> {
   const { job, counts } = result;
   const here = { ledger: ledger.path, job: job.id };
   const total = ROW_STATES.reduce((sum, s) => sum + counts[s], 0);

@@ -135,7 +135,7 @@ export const PG_MIGRATIONS: readonly string[] = [
     elapsed_ms         integer NOT NULL,
     at                 text    NOT NULL,
     concurrency_limit  double precision,
-    in_flight          integer NOT NULL,
+    in_flight          double precision NOT NULL,
     attempts           integer NOT NULL,
     throttled          integer NOT NULL,
     errors             integer NOT NULL,

@@ -10,6 +10,9 @@ import type { SqlDb, SqlValue } from '../sql/db.js';
 /** Rows per batch: a few hundred kilobytes of row objects at most. */
 export const BATCH_ROWS = 2000;
 
+/** Below every key: the smallest 32-bit integer (the keys are `integer` columns in PostgreSQL, which refuses a wider parameter). */
+const BEFORE_EVERY_KEY = -2_147_483_648;
+
 /**
  * The rows of `sql`, a SELECT ordered by an integer key that takes the parameters `params(after,
  * limit)` builds (rows whose key is greater than `after`, at most `limit` of them), batch by batch.
@@ -20,7 +23,7 @@ export async function* keysetBatches<T>(
   params: (after: number, limit: number) => readonly SqlValue[],
   keyOf: (row: T) => number,
 ): AsyncGenerator<T[]> {
-  let after = Number.MIN_SAFE_INTEGER;
+  let after = BEFORE_EVERY_KEY;
   for (;;) {
     const batch = await db.all<T>(sql, params(after, BATCH_ROWS));
     if (batch.length > 0) yield batch;

@@ -11,11 +11,12 @@ import { SqliteDb } from '../sqlite/db.js';
 const opened = new WeakMap<Ledger, SqlDb>();
 
 /**
- * The reads of an opened ledger: the one way code outside `src/ledger/` reaches its database (one
- * per ledger, so its statements are prepared once). A ledger on another backend hands out its own
- * `SqlDb` here.
+ * The reads of an opened ledger: the one way code outside `src/ledger/` reaches its database. A
+ * ledger that carries its own `SqlDb` (the PostgreSQL one) hands out that; the SQLite one gets one
+ * per ledger, so its statements are prepared once.
  */
-export function ledgerSql(ledger: Ledger): SqlDb {
+export function ledgerSql(ledger: Ledger | { readonly sql: SqlDb }): SqlDb {
+  if ('sql' in ledger) return ledger.sql;
   let db = opened.get(ledger);
   if (db === undefined) {
     db = new SqliteDb(ledger.db);

@@ -8,9 +8,7 @@ export const SQLITE_DIALECT: Dialect = {
   secondsBetween: (from, to) => `((julianday(${to}) - julianday(${from})) * 86400.0)`,
   jsonNumber: (json, key) => `(CASE WHEN json_valid(${json}) AND json_type(${json}, '$.${key}') IN ('integer', 'real') THEN json_extract(${json}, '$.${key}') END)`,
   greatest: (a, b) => `max(${a}, ${b})`,
-  // PostgreSQL: (CASE jsonb_typeof(x::jsonb -> 'k') WHEN 'boolean' THEN CASE WHEN (x::jsonb -> 'k')::boolean THEN 1 ELSE 0 END END)
   jsonFlag: (json, key) => `(CASE WHEN json_valid(${json}) AND json_type(${json}, '$.${key}') IN ('true', 'false') THEN json_extract(${json}, '$.${key}') END)`,
-  // PostgreSQL: (x COLLATE "C")
   byteOrder: (text) => text,
 };
 
