@@ -8,3 +8,6 @@ export { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS, MAX_STORED_JSON_CH
 export { pruneJobs, resolveInDoubt, RESOLUTIONS, vacuumLedger } from './maintenance.js';
 export type { PruneCandidate, PruneOptions, PruneResult, Resolution, ResolveChanges, ResolveRequest, ResolveResult, VacuumResult } from './maintenance.js';
 export * from './queries/index.js';
+export { closeLedger, isPgLedger, jobOf, openLedger, pruneLedger, resolveRows, vacuumOf, type AnyLedger } from './open.js';
+export type { PgLedger } from './postgres/ledger.js';
+export { displayTarget, isPostgresTarget } from './postgres/target.js';

@@ -68,7 +68,7 @@ describe('quote-batch agents', () => {
   });
 
   it('exits 3 on 403 and says why, without ever printing the key', async () => {
-    writeFileSync(temp.path('key.txt'), 'canary-key-wrong-3b1e\n');
+    writeFileSync(temp.path('key.txt'), 'canary-key-wrong-3b1e\n', { mode: 0o600 });
     const result = await agents(['valid.agent@example.test', '--env', 'sandbox', '--base-url', sandbox.url, '--api-key-file', temp.path('key.txt')], {});
     expect(result.code).toBe(3);
     expect(result.stderr).toMatch(/the partner refused the API key \(403\): it is not valid for the sandbox environment/);

@@ -16,7 +16,8 @@ import type {
   AgentRecord, JobIdentity, JobRecord, RejectedRow, RowChange, RowWrite, RowWriteResult, RunRecord, RunSample, SentRow,
 } from '../types.js';
 import { claimFrontierChunk, claimOpenChunk, fence, insertAttempts, insertRows, type ClaimedChunk, type IntakeLookups, type IntakeResult } from './claims.js';
-import { openPool, parsePgTarget, pgFault, PgDb, type PgTarget } from './db.js';
+import { openPool, pgFault, PgDb } from './db.js';
+import { parsePgTarget, type PgTarget } from './target.js';
 import { migrate } from './migrate.js';
 
 const now = (): string => new Date().toISOString();

@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import { QuoteBatchError } from '../../errors.js';
-import type { PgTarget } from './db.js';
+import type { PgTarget } from './target.js';
 import { PG_MIGRATIONS, PG_SCHEMA_VERSION } from './schema.js';
 
 export async function migrate(client: pg.PoolClient, target: PgTarget, options: { readonly: boolean }): Promise<void> {
