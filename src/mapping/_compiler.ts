@@ -6,9 +6,10 @@
  */
 import type { z } from 'zod';
 import { KNOWN_VALUES } from '../partner/known-words.js';
-import { compileProduce } from './_produce.js';
+import { buildPipe, FAIL, failure, TEMPLATE_PIPES, type Converter, type TemplatePipe } from './_convert.js';
+import { compileProduce, type MappingDefaults } from './_produce.js';
 import type { MappingProblems, YamlPath } from './_problems.js';
-import type { FieldPlan, GroupPlan, InstancePlan, MappingPlan, Reader, Rec, TraceEntry } from './_plan.js';
+import { prefixSources, type FieldPlan, type GroupPlan, type InstancePlan, type MappingPlan, type Reader, type Rec, type TraceEntry } from './_plan.js';
 import {
   elementOf, formatSegments, lookUpTarget, parseRequestPath, type PathSegment,
 } from './_request-paths.js';
@@ -51,7 +52,7 @@ export interface PlanFacts {
 
 /** Compiles the file's content into a plan; mistakes go to `problems` (the caller throws them). */
 export function compilePlan(spec: MappingFile, problems: MappingProblems, lineOf: (path: YamlPath) => number): { plan: MappingPlan; facts: PlanFacts } {
-  const compiler = new Compiler(problems, lineOf);
+  const compiler = new Compiler(problems, lineOf, spec.defaults ?? {});
   const rootScope: Scope = { vars: new Map(), inEach: false, inGroup: false, schema: undefined, label: '', sourceBase: '' };
   const root = compiler.compileInstance(spec.fields, spec.groups ?? [], undefined, { ...rootScope, schema: rootSchema() }, []);
 
@@ -117,12 +118,12 @@ class Compiler {
   /** A pass-through object may hold enumerated words: scan the whole request for them. */
   passCoversEnums = false;
 
-  constructor(readonly problems: MappingProblems, readonly lineOf: (path: YamlPath) => number) {}
+  constructor(readonly problems: MappingProblems, readonly lineOf: (path: YamlPath) => number, readonly defaults: MappingDefaults) {}
 
   compileInstance(
     fields: Record<string, FieldSpec>,
     groups: readonly GroupSpec[],
-    key: string | undefined,
+    key: string | readonly string[] | undefined,
     scope: Scope,
     at: YamlPath,
   ): InstancePlan {
@@ -167,13 +168,28 @@ class Compiler {
       trace.push({ target: group.targetText, sources, relative: scope.inEach, kind: this.usesEach ? 'field' : 'column', isPass: false });
     }
     let readKey: Reader = () => 'present';
+    let keySources: readonly string[] = [];
     if (key !== undefined) {
-      const keySpec: FieldSpec = scope.inEach ? { path: key } : { column: key };
-      const keyPlan = this.compileSource(keySpec, scope, [...at, 'key']);
-      if (keyPlan !== undefined) {
-        readKey = keyPlan.read;
+      const keys = typeof key === 'string' ? [key] : key;
+      const readers: Reader[] = [];
+      const sources: string[] = [];
+      keys.forEach((one, i) => {
+        const keySpec: FieldSpec = scope.inEach ? { path: one } : { column: one };
+        const keyPlan = this.compileSource(keySpec, scope, typeof key === 'string' ? [...at, 'key'] : [...at, 'key', i]);
+        if (keyPlan === undefined) return;
+        readers.push(keyPlan.read);
+        sources.push(...keyPlan.sources);
         trace.push({ target: '#key', sources: keyPlan.sources, relative: keyPlan.relative, kind: keyPlan.kind, isPass: false });
-      }
+      });
+      // Several key columns: the element exists when any of them has a value.
+      readKey = readers.length === 1 ? readers[0] as Reader : (record, item) => {
+        for (const read of readers) {
+          const value = read(record, item);
+          if (!isEmptyValue(value)) return value;
+        }
+        return undefined;
+      };
+      keySources = sources;
     }
     const fieldsNow = plans.filter((p) => !p.target.some((s) => typeof s === 'number'));
     const lateFields = plans.filter((p) => p.target.some((s) => typeof s === 'number'));
@@ -185,6 +201,9 @@ class Compiler {
       groups: groupPlans,
       trace,
       readKey,
+      keyText: key === undefined ? '' : typeof key === 'string' ? key : key.join(', '),
+      keySources,
+      filledSources: key === undefined ? undefined : buildFilledSources(plans, groupPlans),
       runFields: buildFieldRunner(fieldsNow),
       runLateFields: buildFieldRunner(lateFields),
     };
@@ -234,8 +253,11 @@ class Compiler {
         this.problems.add([...at, 'index'], `index "${group.index}" is already used by an enclosing group`, 'pick another letter, e.g. m');
         return undefined;
       }
-      if (!group.key.includes(`{${group.index}}`)) {
-        this.problems.add([...at, 'key'], `the key "${group.key}" does not contain {${group.index}}: every group would read the same column`,
+      const keys = typeof group.key === 'string' ? [group.key] : group.key;
+      const fixed = keys.findIndex((key) => !key.includes(`{${group.index}}`));
+      if (fixed >= 0) {
+        this.problems.add(typeof group.key === 'string' ? [...at, 'key'] : [...at, 'key', fixed],
+          `the key "${keys[fixed] ?? ''}" does not contain {${group.index}}: every group would read the same column`,
           `e.g. key: driver{${group.index}}_first_name`);
         return undefined;
       }
@@ -329,12 +351,15 @@ class Compiler {
       const text = this.expand(spec.template, scope, [...at, 'template'], true);
       if (text === undefined) return undefined;
       const parts = text.split(/\{([^{}]+)\}/);
-      const names = parts.filter((_, i) => i % 2 === 1);
-      if (names.length === 0) {
+      const refs = parts.filter((_, i) => i % 2 === 1).map((ref) => this.parseReference(ref, spec, [...at, 'template']));
+      if (refs.length === 0) {
         this.problems.add([...at, 'template'], `template "${spec.template}" names no column`, 'write columns in braces: "{first_name} {last_name}"; for a constant use literal:');
         return undefined;
       }
+      if (refs.some((ref) => ref === undefined)) return undefined;
+      const names = refs.map((ref) => (ref as TemplateRef).name);
       const readers: Reader[] = names.map((name) => buildNameReader(name, scope.inEach));
+      const pipes = refs.map((ref) => (ref as TemplateRef).pipes);
       for (const name of names) {
         this.noteSource(name, scope, scope.inEach);
         if (!scope.inEach) this.noteColumn(name, [...at, 'template']);
@@ -346,10 +371,21 @@ class Compiler {
         for (let i = 0; i < parts.length; i += 1) {
           if (i % 2 === 0) out += parts[i];
           else {
-            const value = readers[(i - 1) / 2]?.(record, item);
+            const ref = (i - 1) / 2;
+            const value = readers[ref]?.(record, item);
             if (value === undefined || value === null) continue;
-            const piece = typeof value === 'string' ? value.trim() : String(value);
-            if (piece !== '') any = true;
+            let piece = typeof value === 'string' ? value.trim() : String(value);
+            if (piece !== '') {
+              any = true;
+              for (const convert of pipes[ref] ?? []) {
+                const converted = convert(piece);
+                if (converted === FAIL) {
+                  failure.received = piece;
+                  return FAIL;
+                }
+                piece = typeof converted === 'string' ? converted : String(converted);
+              }
+            }
             out += piece;
           }
         }
@@ -363,6 +399,26 @@ class Compiler {
     if (reader === undefined) return undefined;
     this.noteSource(reader.text, scope, reader.relative, spec.pass !== undefined);
     return { read: reader.read, sources: [reader.text], relative: reader.relative, kind: 'field', isPass: spec.pass !== undefined, isLiteral: false };
+  }
+
+  /** A template's reference: `name`, or `name | pipe | pipe` (a pipe converts the value before it is written in). */
+  parseReference(ref: string, spec: FieldSpec, at: YamlPath): TemplateRef | undefined {
+    const [name = '', ...pipeNames] = ref.split('|').map((part) => part.trim());
+    const pipes: Converter[] = [];
+    for (const pipe of pipeNames) {
+      if (!(TEMPLATE_PIPES as readonly string[]).includes(pipe)) {
+        const close = findClosest(pipe, TEMPLATE_PIPES);
+        this.problems.add(at, `unknown conversion "${pipe}" in the template reference "{${ref}}"`,
+          close === undefined ? `a reference converts with ${TEMPLATE_PIPES.join(', ')}, e.g. "{med_pay | digits}_per_person"` : `did you mean "${close}"?`);
+        return undefined;
+      }
+      pipes.push(buildPipe(pipe as TemplatePipe, spec.decimal_mark ?? this.defaults.decimal_mark ?? '.'));
+    }
+    if (name === '') {
+      this.problems.add(at, `the template reference "{${ref}}" names no column`, 'write the column first: "{med_pay | digits}"');
+      return undefined;
+    }
+    return { name, pipes };
   }
 
   noteColumn(column: string, at: YamlPath): void {
@@ -386,6 +442,7 @@ class Compiler {
     const labelled = `${scope.label === '' ? '' : `${scope.label}.`}${targetText}`;
     const produced = compileProduce(spec, source, {
       problems: this.problems, at, targetKind: kind, targetSchema, targetText, targetLabel: labelled, inGroup: scope.inGroup, zoneSource: zoneSource?.read,
+      defaults: this.defaults,
     });
     if (produced === undefined) return undefined;
     const { produce, fast } = produced;
@@ -404,6 +461,50 @@ class Compiler {
     };
   }
 }
+
+interface TemplateRef {
+  name: string;
+  pipes: Converter[];
+}
+
+function isEmptyValue(value: unknown): boolean {
+  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+}
+
+/**
+ * For an element left out because its key is empty: which of its other sources (and its nested
+ * groups') have a value, so that the row can say what was dropped (`_run.ts`). Constants, defaults
+ * and copied objects are not data of the row.
+ */
+function buildFilledSources(fields: readonly FieldPlan[], groups: readonly GroupPlan[]): NonNullable<InstancePlan['filledSources']> {
+  const probes = fields.filter((f) => f.sources.length > 0 && !f.isPass).map((f) => ({ read: f.read, sources: f.sources, relative: f.relative }));
+  type Nested = { instance: InstancePlan; each: undefined } | { instance: undefined; each: NonNullable<GroupPlan['each']> };
+  const nested: Nested[] = groups.flatMap((group): Nested[] => (group.each === undefined
+    ? group.instances.map((instance) => ({ instance, each: undefined }))
+    : [{ instance: undefined, each: group.each }]));
+  return (record, item, srcPrefix) => {
+    let found: string[] | undefined;
+    for (const probe of probes) {
+      const value = probe.read(record, item);
+      // An object is not a value of this element (a failed template piece, FAIL, is one).
+      if (isEmptyValue(value) || typeof value === 'object') continue;
+      found ??= [];
+      found.push(...prefixSources(probe.sources, probe.relative, srcPrefix));
+    }
+    for (const { instance, each } of nested) {
+      if (each !== undefined) {
+        const list = each.read(record, item);
+        if (Array.isArray(list) && list.length > 0) (found ??= []).push(each.relative && srcPrefix !== '' ? `${srcPrefix}.${each.text}` : each.text);
+      } else if (instance?.filledSources !== undefined) {
+        const inner = instance.filledSources(record, item, srcPrefix);
+        if (inner.length > 0) (found ??= []).push(...inner);
+      }
+    }
+    return found ?? NONE;
+  };
+}
+
+const NONE: readonly string[] = [];
 
 /** Fields sharing a parent object share its slot, so a row finds each parent object once. */
 function numberParents(fields: FieldPlan[]): void {

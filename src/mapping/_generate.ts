@@ -84,9 +84,9 @@ export function generateFieldRunner<Row extends { warnings: unknown[] }>(
       else if (fast.lower) lines.push('t = t.toLowerCase();');
       const convert = (text: string): string => (fast.convert === undefined ? text : `C${i}(${text})`);
       if (fast.table !== undefined) {
-        // A miss may warn or fail: the reference code handles it from the start.
+        // A miss may warn or fail, and null means "send nothing": the reference code handles them from the start.
         lines.push(`m = T${i}.get(t.toLowerCase());`);
-        lines.push(`if (m === undefined) v = ${produce};`);
+        lines.push(`if (m === undefined || m === null) v = ${produce};`);
         lines.push(`else if (typeof m !== 'string') v = m;`);
         lines.push(`else v = ${convert('m')};`);
       } else {

@@ -159,7 +159,10 @@ function reportFailure(field: FieldPlan, raw: unknown, row: RowState, base: stri
     columns: prefixSources(field.sources, field.relative, srcPrefix),
     sourceKind: field.kind,
   };
-  if (raw !== undefined && raw !== null && typeof raw !== 'object' && (typeof raw !== 'string' || raw.trim() !== '')) issue.received = raw;
+  if (raw === FAIL) {
+    // A template's reference failed its pipe: the text that failed, not the template.
+    if (failure.received !== undefined) issue.received = failure.received;
+  } else if (raw !== undefined && raw !== null && typeof raw !== 'object' && (typeof raw !== 'string' || raw.trim() !== '')) issue.received = raw;
   row.errors.push(issue);
 }
 
@@ -202,7 +205,10 @@ function runGroup(group: GroupPlan, out: Rec, record: Rec, item: unknown, row: R
   const prefix = base === '' ? group.targetText : `${base}.${group.targetText}`;
   if (group.each === undefined) {
     for (const instance of group.instances) {
-      if (isEmpty(instance.readKey(record, item))) continue;
+      if (isEmpty(instance.readKey(record, item))) {
+        reportLeftOut(instance, record, item, row, prefix, srcPrefix);
+        continue;
+      }
       list ??= [];
       const element: Rec = {};
       row.elements.push({ element, instance, srcPrefix });
@@ -217,10 +223,13 @@ function runGroup(group: GroupPlan, out: Rec, record: Rec, item: unknown, row: R
       const sourceBase = group.each.relative && srcPrefix !== '' ? `${srcPrefix}.${group.each.text}` : group.each.text;
       for (let j = 0; j < source.length; j += 1) {
         const element = source[j] as unknown;
-        if (isEmpty(instance.readKey(record, element))) continue;
+        const elementPrefix = `${sourceBase}[${j}]`;
+        if (isEmpty(instance.readKey(record, element))) {
+          reportLeftOut(instance, record, element, row, prefix, elementPrefix);
+          continue;
+        }
         list ??= [];
         const built: Rec = {};
-        const elementPrefix = `${sourceBase}[${j}]`;
         row.elements.push({ element: built, instance, srcPrefix: elementPrefix });
         row.first = list.length === 0;
         runInstance(instance, built, record, element, row, `${prefix}[${list.length}]`, elementPrefix);
@@ -231,6 +240,23 @@ function runGroup(group: GroupPlan, out: Rec, record: Rec, item: unknown, row: R
     }
   }
   if (list !== undefined) setPath(out, group.target, list);
+}
+
+/**
+ * An element whose key is empty is left out; when other sources of it have values, those values are
+ * dropped with it, which the row says (a warning: the rest of the row is still sent).
+ */
+function reportLeftOut(instance: InstancePlan, record: Rec, item: unknown, row: RowState, prefix: string, srcPrefix: string): void {
+  const filled = instance.filledSources?.(record, item, srcPrefix);
+  if (filled === undefined || filled.length === 0) return;
+  const kind = instance.trace.find((t) => t.target === '#key')?.kind ?? 'column';
+  const keys = prefixSources(instance.keySources, kind === 'field', srcPrefix);
+  row.warnings.push({
+    path: prefix,
+    message: `left out: its key ${instance.keyText} is empty while other ${kind === 'field' ? 'fields' : 'columns'} of it have values`,
+    columns: [...new Set([...keys, ...filled])],
+    sourceKind: kind,
+  });
 }
 
 function isEmpty(value: unknown): boolean {
