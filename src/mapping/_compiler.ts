@@ -191,6 +191,7 @@ class Compiler {
       };
       keySources = sources;
     }
+    const probe = probeOf(plans, groupPlans);
     const fieldsNow = plans.filter((p) => !p.target.some((s) => typeof s === 'number'));
     const lateFields = plans.filter((p) => p.target.some((s) => typeof s === 'number'));
     numberParents(fieldsNow);
@@ -203,7 +204,8 @@ class Compiler {
       readKey,
       keyText: key === undefined ? '' : typeof key === 'string' ? key : key.join(', '),
       keySources,
-      filledSources: key === undefined ? undefined : buildFilledSources(plans, groupPlans),
+      probe,
+      filledSources: key === undefined ? undefined : buildFilledSources(probe),
       runFields: buildFieldRunner(fieldsNow),
       runLateFields: buildFieldRunner(lateFields),
     };
@@ -471,34 +473,69 @@ function isEmptyValue(value: unknown): boolean {
   return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
 }
 
+/** What an element's sources are, for {@link buildFilledSources}: plain columns, and other reads. */
+interface Probe {
+  /** Top-level columns, read straight from the record (most of a CSV group's sources). */
+  columns: readonly string[];
+  /** Other sources (paths, sources in an `each` element, lists of nested `each` groups): push their names when filled. */
+  others: readonly ((record: Rec, item: unknown, srcPrefix: string, found: string[]) => void)[];
+}
+
+const SIMPLE_NAME = /^[^.[\]]*$/;
+
+/** The sources of an instance's fields and of its nested groups' elements (constants and copied objects are not data of the row). */
+function probeOf(fields: readonly FieldPlan[], groups: readonly GroupPlan[]): Probe {
+  const columns = new Set<string>();
+  const others: Probe['others'][number][] = [];
+  for (const field of fields) {
+    if (field.sources.length === 0 || field.isPass) continue;
+    if (!field.relative && field.kind === 'column' && field.sources.every((source) => SIMPLE_NAME.test(source))) {
+      for (const source of field.sources) columns.add(source);
+      continue;
+    }
+    const { read, sources, relative } = field;
+    others.push((record, item, srcPrefix, found) => {
+      const value = read(record, item);
+      // An object is not a value of this element (a failed template piece, FAIL, is one).
+      if (!isEmptyValue(value) && typeof value !== 'object') found.push(...prefixSources(sources, relative, srcPrefix));
+    });
+  }
+  for (const group of groups) {
+    const each = group.each;
+    if (each === undefined) {
+      for (const instance of group.instances) {
+        for (const column of instance.probe.columns) columns.add(column);
+        others.push(...instance.probe.others);
+      }
+    } else {
+      others.push((record, item, srcPrefix, found) => {
+        const list = each.read(record, item);
+        if (Array.isArray(list) && list.length > 0) found.push(each.relative && srcPrefix !== '' ? `${srcPrefix}.${each.text}` : each.text);
+      });
+    }
+  }
+  return { columns: [...columns], others };
+}
+
 /**
- * For an element left out because its key is empty: which of its other sources (and its nested
- * groups') have a value, so that the row can say what was dropped (`_run.ts`). Constants, defaults
- * and copied objects are not data of the row.
+ * For an element left out because its key is empty: which of its sources have a value, so that the
+ * row can say what was dropped with it (`_run.ts`). Runs for every absent driver of every row: the
+ * columns are read straight from the record, an empty one costing one comparison.
  */
-function buildFilledSources(fields: readonly FieldPlan[], groups: readonly GroupPlan[]): NonNullable<InstancePlan['filledSources']> {
-  const probes = fields.filter((f) => f.sources.length > 0 && !f.isPass).map((f) => ({ read: f.read, sources: f.sources, relative: f.relative }));
-  type Nested = { instance: InstancePlan; each: undefined } | { instance: undefined; each: NonNullable<GroupPlan['each']> };
-  const nested: Nested[] = groups.flatMap((group): Nested[] => (group.each === undefined
-    ? group.instances.map((instance) => ({ instance, each: undefined }))
-    : [{ instance: undefined, each: group.each }]));
+function buildFilledSources(probe: Probe): NonNullable<InstancePlan['filledSources']> {
+  const { columns, others } = probe;
   return (record, item, srcPrefix) => {
     let found: string[] | undefined;
-    for (const probe of probes) {
-      const value = probe.read(record, item);
-      // An object is not a value of this element (a failed template piece, FAIL, is one).
-      if (isEmptyValue(value) || typeof value === 'object') continue;
-      found ??= [];
-      found.push(...prefixSources(probe.sources, probe.relative, srcPrefix));
+    for (let i = 0; i < columns.length; i += 1) {
+      const column = columns[i] as string;
+      const value = record[column];
+      if (value === undefined || value === '' || value === null || (typeof value === 'string' && value.trim() === '')) continue;
+      (found ??= []).push(column);
     }
-    for (const { instance, each } of nested) {
-      if (each !== undefined) {
-        const list = each.read(record, item);
-        if (Array.isArray(list) && list.length > 0) (found ??= []).push(each.relative && srcPrefix !== '' ? `${srcPrefix}.${each.text}` : each.text);
-      } else if (instance?.filledSources !== undefined) {
-        const inner = instance.filledSources(record, item, srcPrefix);
-        if (inner.length > 0) (found ??= []).push(...inner);
-      }
+    if (others.length > 0) {
+      const more: string[] = [];
+      for (const other of others) other(record, item, srcPrefix, more);
+      if (more.length > 0) (found ??= []).push(...more);
     }
     return found ?? NONE;
   };

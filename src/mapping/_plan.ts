@@ -58,6 +58,11 @@ export interface InstancePlan {
   keyText: string;
   /** The key's columns (or paths in the element), expanded. */
   keySources: readonly string[];
+  /** The sources of the element and its nested groups, for `filledSources` (see _compiler.ts). */
+  probe: {
+    columns: readonly string[];
+    others: readonly ((record: Rec, item: unknown, srcPrefix: string, found: string[]) => void)[];
+  };
   /** A group element's sources (and its nested groups') that have a value: undefined at the top. */
   filledSources: ((record: Rec, item: unknown, srcPrefix: string) => readonly string[]) | undefined;
   /** Generated equivalents of `runFields(fields)` and `runFields(lateFields)` (see _generate.ts). */

@@ -156,3 +156,18 @@ export function listRequestLeaves(): readonly RequestLeaf[] {
 function isOptional(schema: z.ZodType): boolean {
   return (schema as unknown as ZodInternals)._zod.def.type === 'optional';
 }
+
+/** The members an object of the QuoteRequest must have (`application.drivers[0].name` → first_name, last_name). */
+export function requiredMembers(path: string): string[] {
+  let segments: PathSegment[];
+  try {
+    segments = parseRequestPath(path);
+  } catch {
+    return [];
+  }
+  const lookup = lookUpTarget(segments);
+  if (!lookup.ok || lookup.schema === undefined) return [];
+  const def = (lookup.schema as unknown as ZodInternals)._zod.def;
+  if (def.type !== 'object' || def.shape === undefined) return [];
+  return Object.entries(def.shape).filter(([, child]) => !isOptional(child)).map(([key]) => key);
+}

@@ -210,3 +210,33 @@ describe('the mapping\'s defaults', () => {
     expect(loadError(withFields('', 'defaults: { timezone: UTC }'))).toMatch(/unknown key "timezone"[\s\S]*zone: America\/New_York/);
   });
 });
+
+describe('a missing object names what it needs', () => {
+  const text = `version: 1
+fields:
+  channel.channel_id: { literal: acme }
+  application.vehicles[0].vin: vin
+  application.vehicles[0].make: { literal: Ford }
+  application.vehicles[0].model: { literal: Focus }
+  application.vehicles[0].year: { literal: 2015 }
+groups:
+  - target: application.drivers
+    each: people
+    key: born
+    fields:
+      name.middle_name: { path: name.middle }
+      name.suffix: { path: name.suffix }
+      dob: { path: born, type: date, format: iso }
+      incident_history[0].code: { path: incident }
+`;
+
+  it('the required members of the missing object, not the optional ones mapped below it', () => {
+    const row = mapOne(text, { vin: BASE.vin, people: [{ name: { given: 'Ann', family: 'Example' }, born: '1980-02-03', incident: 'ACC' }] });
+    expect(row.errors.map((issue) => formatRowIssue(7, issue))).toEqual([
+      'row 7: application.drivers[0].name: required object (it needs first_name, last_name; the mapping fills none of them), got nothing',
+      'row 7: application.drivers[0].incident_history[0].incident_date: required string (the mapping does not fill it), got nothing',
+      'row 7: application.drivers[0].incident_history[0].is_at_fault: required boolean (the mapping does not fill it), got nothing',
+    ]);
+  });
+});
+
