@@ -87,7 +87,13 @@ export const GroupSpec: z.ZodType<GroupSpec> = z.lazy(() =>
       .describe('The column (with each: the path in the item) that must have a value for the element to exist; a list: any of them.'),
     fields: z.record(z.string(), FieldSpec).describe('Request paths relative to one element, and their sources.'),
     groups: z.array(GroupSpec).optional().describe('Nested groups, e.g. a driver\'s incidents.'),
-  }).meta({ id: 'group' }),
+  }),
+).meta({ id: 'group' });
+
+/** `row_key:` a request path, a list of them tried in order, or a source written like a field. */
+export const RowKeySpec = z.preprocess(
+  (value) => (typeof value === 'string' ? { paths: [value] } : Array.isArray(value) ? { paths: value } : value),
+  fieldObject.extend({ paths: z.array(z.string().min(1)).min(1).optional() }),
 );
 
 export const INPUT_FORMATS = ['csv', 'tsv', 'ndjson'] as const;
@@ -105,12 +111,7 @@ export const MappingFile = z.strictObject({
     })
     .optional(),
   /** The lead's stable identity: request path(s) tried in order, or a source like a field. */
-  row_key: z
-    .preprocess(
-      (value) => (typeof value === 'string' ? { paths: [value] } : Array.isArray(value) ? { paths: value } : value),
-      fieldObject.extend({ paths: z.array(z.string().min(1)).min(1).optional() }),
-    )
-    .optional(),
+  row_key: RowKeySpec.optional(),
   /** Where the agent e-mail comes from, and where the validated agent id goes. */
   agent: z
     .strictObject({

@@ -2,6 +2,7 @@
  * What a column's values look like, guessed from a sample: dates and their format, timestamps,
  * yes/no flags, punctuated phone numbers, integers, decimals, e-mail addresses. Pure functions.
  */
+import { buildMoney, type DecimalMark } from '../_amounts.js';
 import { buildDate, buildTimestamp, FAIL, type Converter } from '../_convert.js';
 
 /** What the values look like; `outliers`: how many sample values do not fit it (a few bad rows do not change the guess). */
@@ -15,6 +16,8 @@ type ShapeKind =
   | { type: 'phone' }
   | { type: 'integer' }
   | { type: 'decimal' }
+  /** Amounts written with a currency sign or code (`$1,234.50`, `1.234,50 €`). */
+  | { type: 'money'; decimalMark: DecimalMark }
   | { type: 'email' }
   | { type: 'text' };
 
@@ -22,6 +25,9 @@ type ShapeKind =
 const DATE_FORMATS = [
   'YYYY-MM-DD', 'MM/DD/YYYY', 'DD/MM/YYYY', 'M/D/YYYY', 'D/M/YYYY', 'MM-DD-YYYY', 'DD-MM-YYYY', 'DD.MM.YYYY', 'D.M.YYYY',
   'YYYY/MM/DD', 'YYYYMMDD', 'MM/DD/YY', 'M/D/YY', 'DD/MM/YY',
+  // Month names and abbreviations, in any case (05-Mar-1988, March 5, 1988, 5 mar 88).
+  'DD-MMM-YYYY', 'D-MMM-YYYY', 'DD MMM YYYY', 'D MMM YYYY', 'DD-MMM-YY', 'D MMM YY', 'DD MMMM YYYY', 'D MMMM YYYY',
+  'MMM D, YYYY', 'MMMM D, YYYY', 'MMM D YYYY', 'MMMM D YYYY', 'MMM. D, YYYY', 'YYYY-MMM-DD',
 ] as const;
 
 /** Timestamp formats tried, in order. */
@@ -30,6 +36,10 @@ const TIMESTAMP_FORMATS = [
   'MM/DD/YYYY HH:mm:ss', 'MM/DD/YYYY HH:mm', 'M/D/YYYY H:mm:ss', 'M/D/YYYY H:mm',
   'MM/DD/YYYY hh:mm:ss A', 'MM/DD/YYYY hh:mm A', 'M/D/YYYY h:mm:ss A', 'M/D/YYYY h:mm A',
   'DD/MM/YYYY HH:mm:ss', 'DD/MM/YYYY HH:mm', 'epoch', 'epoch_ms',
+  // With a zone or an offset after the time, and month names.
+  'YYYY-MM-DD HH:mm:ss z', 'YYYY-MM-DD HH:mm z', 'YYYY-MM-DD HH:mm:ss Z', 'MM/DD/YYYY hh:mm A z', 'MM/DD/YYYY h:mm A z', 'M/D/YYYY h:mm A z',
+  'MM/DD/YYYY HH:mm z', 'DD-MMM-YYYY HH:mm:ss', 'DD-MMM-YYYY HH:mm', 'MMM D, YYYY h:mm A', 'MMMM D, YYYY h:mm A', 'MMM D, YYYY h:mm A z',
+  'MMMM D, YYYY h:mm A z', 'ddd, DD MMM YYYY HH:mm:ss Z', 'ddd, DD MMM YYYY HH:mm:ss z',
 ] as const;
 
 const DEFAULT_TRUE = new Set(['y', 'yes', '1', 'true', 't']);
@@ -67,10 +77,14 @@ export function guessShape(values: readonly string[]): ValueShape {
   if (date !== undefined) return { type: 'date', format: date.format, ambiguous: date.ambiguous, outliers: date.outliers };
   const timestamp = guessTimestampFormat(texts);
   if (timestamp !== undefined) {
-    return { type: 'timestamp', format: timestamp.format, hasOffset: texts.some((t) => /(?:Z|[+-]\d{2}:?\d{2})$/.test(t)), outliers: timestamp.outliers };
+    // A zone in the format (Z, z) or an offset in ISO text: each value says its own time zone.
+    const hasOffset = /[Zz]/.test(timestamp.format.replace(/\[[^\]]*\]/g, '')) || texts.some((t) => /(?:Z|[+-]\d{2}:?\d{2})$/.test(t));
+    return { type: 'timestamp', format: timestamp.format, hasOffset, outliers: timestamp.outliers };
   }
   const email = misfits(texts, (t) => EMAIL.test(t));
   if (email !== undefined) return { type: 'email', outliers: email };
+  const money = guessMoney(texts);
+  if (money !== undefined) return money;
   const integer = misfits(texts, (t) => INTEGER.test(t));
   if (integer !== undefined && texts.some((t) => INTEGER.test(t))) return { type: 'integer', outliers: integer };
   const decimal = misfits(texts, (t) => INTEGER.test(t) || DECIMAL.test(t));
@@ -79,6 +93,16 @@ export function guessShape(values: readonly string[]): ValueShape {
   const phone = misfits(texts, (t) => PHONE.test(t) && /^1?\d{10}$/.test(t.replace(/\D/g, '')));
   if (phone !== undefined && texts.some((t) => /\D/.test(t))) return { type: 'phone', outliers: phone };
   return { type: 'text', outliers: 0 };
+}
+
+/** Amounts with a currency sign or code (`$1,500`, `1.234,50 €`): the decimal mark that reads them all. */
+function guessMoney(texts: readonly string[]): ValueShape | undefined {
+  if (!texts.some((t) => /[$€£¥]|\b[A-Z]{3}\b/.test(t))) return undefined;
+  for (const decimalMark of ['.', ','] as const) {
+    const outliers = reads(buildMoney(decimalMark), texts);
+    if (outliers !== undefined) return { type: 'money', decimalMark, outliers };
+  }
+  return undefined;
 }
 
 /** A pair of words (X / empty is not a pair) outside the default yes/no words, e.g. `Ja`/`Nein`. */
@@ -101,7 +125,7 @@ function reads(convert: Converter, texts: readonly string[]): number | undefined
  * when a format with the day and month the other way round reads as many.
  */
 function guessDateFormat(texts: readonly string[]): { format: string; ambiguous: boolean; outliers: number } | undefined {
-  if (misfits(texts, (t) => /^[\d/.-]{6,10}$/.test(t)) === undefined) return undefined;
+  if (misfits(texts, (t) => /^[\w/.,\s-]{6,30}$/.test(t) && /\d/.test(t)) === undefined) return undefined;
   const fits = DATE_FORMATS.map((format) => ({ format, outliers: reads(buildDate(format), texts) }))
     .filter((f): f is { format: (typeof DATE_FORMATS)[number]; outliers: number } => f.outliers !== undefined);
   const fewest = Math.min(...fits.map((f) => f.outliers));
