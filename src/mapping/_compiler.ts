@@ -367,6 +367,9 @@ class Compiler {
         if (!scope.inEach) this.noteColumn(name, [...at, 'template']);
       }
       const collapse = spec.trim !== false;
+      const emptyWords = spec.empty ?? this.defaults.empty;
+      // A reference whose text means "no value" (`empty: [N/A]`) is an empty one.
+      const empties = emptyWords === undefined ? undefined : new Set(emptyWords.map((word) => word.trim().toLowerCase()));
       const read: Reader = (record, item) => {
         let out = '';
         let any = false;
@@ -377,6 +380,7 @@ class Compiler {
             const value = readers[ref]?.(record, item);
             if (value === undefined || value === null) continue;
             let piece = typeof value === 'string' ? value.trim() : String(value);
+            if (empties?.has(piece.toLowerCase()) === true) piece = '';
             if (piece !== '') {
               any = true;
               for (const convert of pipes[ref] ?? []) {
@@ -477,6 +481,8 @@ function isEmptyValue(value: unknown): boolean {
 interface Probe {
   /** Top-level columns, read straight from the record (most of a CSV group's sources). */
   columns: readonly string[];
+  /** Per column, the texts its fields read as empty (`empty: [N/A]`), lower-cased. */
+  empties: readonly (ReadonlySet<string> | undefined)[];
   /** Other sources (paths, sources in an `each` element, lists of nested `each` groups): push their names when filled. */
   others: readonly ((record: Rec, item: unknown, srcPrefix: string, found: string[]) => void)[];
 }
@@ -485,12 +491,12 @@ const SIMPLE_NAME = /^[^.[\]]*$/;
 
 /** The sources of an instance's fields and of its nested groups' elements (constants and copied objects are not data of the row). */
 function probeOf(fields: readonly FieldPlan[], groups: readonly GroupPlan[]): Probe {
-  const columns = new Set<string>();
+  const columns = new Map<string, ReadonlySet<string> | undefined>();
   const others: Probe['others'][number][] = [];
   for (const field of fields) {
     if (field.sources.length === 0 || field.isPass) continue;
     if (!field.relative && field.kind === 'column' && field.sources.every((source) => SIMPLE_NAME.test(source))) {
-      for (const source of field.sources) columns.add(source);
+      for (const source of field.sources) if (!columns.has(source) || field.fast?.empties === undefined) columns.set(source, field.fast?.empties);
       continue;
     }
     const { read, sources, relative } = field;
@@ -504,7 +510,9 @@ function probeOf(fields: readonly FieldPlan[], groups: readonly GroupPlan[]): Pr
     const each = group.each;
     if (each === undefined) {
       for (const instance of group.instances) {
-        for (const column of instance.probe.columns) columns.add(column);
+        instance.probe.columns.forEach((column, i) => {
+          if (!columns.has(column)) columns.set(column, instance.probe.empties[i]);
+        });
         others.push(...instance.probe.others);
       }
     } else {
@@ -514,7 +522,7 @@ function probeOf(fields: readonly FieldPlan[], groups: readonly GroupPlan[]): Pr
       });
     }
   }
-  return { columns: [...columns], others };
+  return { columns: [...columns.keys()], empties: [...columns.values()], others };
 }
 
 /**
@@ -523,13 +531,17 @@ function probeOf(fields: readonly FieldPlan[], groups: readonly GroupPlan[]): Pr
  * columns are read straight from the record, an empty one costing one comparison.
  */
 function buildFilledSources(probe: Probe): NonNullable<InstancePlan['filledSources']> {
-  const { columns, others } = probe;
+  const { columns, empties, others } = probe;
   return (record, item, srcPrefix) => {
     let found: string[] | undefined;
     for (let i = 0; i < columns.length; i += 1) {
       const column = columns[i] as string;
       const value = record[column];
-      if (value === undefined || value === '' || value === null || (typeof value === 'string' && value.trim() === '')) continue;
+      if (value === undefined || value === '' || value === null) continue;
+      if (typeof value === 'string') {
+        const text = value.trim();
+        if (text === '' || empties[i]?.has(text.toLowerCase()) === true) continue;
+      }
       (found ??= []).push(column);
     }
     if (others.length > 0) {

@@ -61,6 +61,7 @@ export interface InstancePlan {
   /** The sources of the element and its nested groups, for `filledSources` (see _compiler.ts). */
   probe: {
     columns: readonly string[];
+    empties: readonly (ReadonlySet<string> | undefined)[];
     others: readonly ((record: Rec, item: unknown, srcPrefix: string, found: string[]) => void)[];
   };
   /** A group element's sources (and its nested groups') that have a value: undefined at the top. */

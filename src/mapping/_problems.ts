@@ -70,7 +70,8 @@ export class MappingProblems {
       } else if (issue.code === 'invalid_type') {
         const got = this.valueAt(path);
         const kind = Array.isArray(got) ? 'a list' : got === null ? 'nothing' : typeof got === 'object' ? 'a map' : JSON.stringify(got);
-        this.add(path, `expected ${describeExpected(issue.expected)}, got ${kind}`);
+        this.add(path, `expected ${describeExpected(issue.expected)}, got ${kind}`,
+          got === null && issue.expected === 'string' ? 'YAML reads null, NULL, ~ and a missing value as nothing: quote the text, e.g. "NULL"' : undefined);
       } else if (issue.code === 'invalid_union') {
         this.add(path, `expected ${UNION_WORDS[String(path[path.length - 1])] ?? 'another kind of value'}, got ${JSON.stringify(this.valueAt(path))}`);
       } else {

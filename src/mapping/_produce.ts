@@ -52,7 +52,7 @@ const MAX_CACHED_ZONES = 64;
 /** Builds the field's `produce` (and its `fast` twin); undefined after reporting a mistake. */
 export function compileProduce(spec: FieldSpec, source: ProducedSource, ctx: ProduceContext): Pick<FieldPlan, 'produce' | 'fast'> | undefined {
   const { problems, at } = ctx;
-  const conversions = (['trim', 'case', 'map', 'on_miss', 'type', 'format', 'zone', 'pivot_year', 'decimal_mark', 'true', 'false'] as const).filter((k) => spec[k] !== undefined);
+  const conversions = (['trim', 'empty', 'case', 'map', 'on_miss', 'type', 'format', 'zone', 'pivot_year', 'decimal_mark', 'true', 'false'] as const).filter((k) => spec[k] !== undefined);
   if ((source.isPass || source.isLiteral) && conversions.length > 0) {
     problems.add([...at, conversions[0] ?? 'type'], `${source.isPass ? 'pass' : 'literal'} takes no conversion (${conversions.join(', ')})`,
       source.isPass ? 'use path: to convert a single value' : 'write the literal exactly as it should be sent');
@@ -120,7 +120,7 @@ export function compileProduce(spec: FieldSpec, source: ProducedSource, ctx: Pro
   }
   const zoneOf = ctx.zoneSource === undefined || typeof spec.zone !== 'object' ? undefined
     : buildZoneOf(ctx.zoneSource, spec.zone.default ?? ctx.defaults.zone, spec.format ?? 'iso', spec.pivot_year ?? ctx.defaults.pivot_year);
-  return buildTextSteps(spec, type, convert, zoneOf);
+  return buildTextSteps(spec, type, convert, zoneOf, spec.empty ?? ctx.defaults.empty);
 }
 
 /**
@@ -193,8 +193,11 @@ function buildTextSteps(
   type: ConversionType | undefined,
   fixedConvert: Converter | undefined,
   zoneOf: ReturnType<typeof buildZoneOf> | undefined,
+  emptyWords: readonly string[] | undefined,
 ): Pick<FieldPlan, 'produce' | 'fast'> {
   const trim = spec.trim !== false;
+  // Texts the file writes for "no value" (N/A): an empty source, whatever their case.
+  const empties = emptyWords === undefined ? undefined : new Set(emptyWords.map((word) => word.trim().toLowerCase()));
   const upper = spec.case === 'upper';
   const lower = spec.case === 'lower';
   const hasDefault = spec.default !== undefined;
@@ -260,7 +263,7 @@ function buildTextSteps(
   // The same steps as `produce` below, for the generated code (which calls `produce` for the rest).
   // A zone read per row is not one of its steps: such a field always runs `produce`.
   const fast: FastText | undefined = zoneOf !== undefined ? undefined : {
-    trim, upper, lower, table, convert: fixedConvert,
+    trim, empties, upper, lower, table, convert: fixedConvert,
     empty: hasDefault ? 'default' : required || requiredFirst ? 'reference' : 'omit',
     fallback,
   };
@@ -269,7 +272,7 @@ function buildTextSteps(
     if (raw === FAIL) return FAIL;
     if (typeof raw === 'string') {
       const text = trim ? raw.trim() : raw;
-      if (text === '') return whenEmpty(row);
+      if (text === '' || empties?.has(text.toLowerCase()) === true) return whenEmpty(row);
       return fromText(text, row, record, item);
     }
     if (raw === undefined || raw === null) return whenEmpty(row);

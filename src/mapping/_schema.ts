@@ -21,6 +21,9 @@ const pivotYear = z.number().int().min(1000).max(9900)
 /** `decimal_mark`: the character before the cents of money and limits. */
 const decimalMark = z.enum(['.', ','])
   .describe('The character before the cents of `money` and `limit` values: "." ($1,234.50, the default) or "," (1.234,50 €).');
+/** `empty`: what a file writes for "no value" (`N/A`), read as an empty source. */
+const emptyWords = z.array(z.string().min(1)).min(1)
+  .describe('Texts the file writes for "no value" (N/A, NULL, -), any case: read as an empty source (left out, or the default).');
 /** A time zone: `UTC`, an offset, a US abbreviation, an IANA name. */
 const zoneName = z.string().min(1).describe('A time zone: UTC, an offset such as -05:00, EST, or an IANA name such as America/New_York.');
 
@@ -33,6 +36,7 @@ const fieldObject = z.strictObject({
   path: z.string().min(1).optional().describe('Source (NDJSON): a path into the record, e.g. contact.address.zip or phones[0].'),
   pass: z.string().min(1).optional().describe('Source (NDJSON): a whole sub-object or list copied as is.'),
   trim: z.boolean().optional().describe('Trim surrounding white space (default true).'),
+  empty: emptyWords.optional(),
   case: z.enum(['upper', 'lower']).optional().describe('Change the letter case of the text.'),
   map: z.record(z.string(), scalar).optional()
     .describe('Value table: code → request value (codes match whatever their case); a code mapped to null sends nothing.'),
@@ -129,9 +133,10 @@ export const MappingFile = z.strictObject({
       zone: zoneName.optional(),
       pivot_year: pivotYear.optional(),
       decimal_mark: decimalMark.optional(),
+      empty: emptyWords.optional(),
     })
     .optional()
-    .describe('What fields take when they do not say: zone (of timestamps without an offset), pivot_year (of YY), decimal_mark (of money and limits).'),
+    .describe('What fields take when they do not say: zone (of timestamps without an offset), pivot_year (of YY), decimal_mark (of money and limits), empty (texts that mean no value).'),
 });
 export type MappingFile = z.infer<typeof MappingFile>;
 
@@ -141,7 +146,7 @@ export const ALLOWED_KEYS = {
   group: ['target', 'index', 'start', 'count', 'each', 'key', 'fields', 'groups'],
   top: Object.keys(MappingFile.shape),
   input: ['format', 'delimiter'],
-  defaults: ['zone', 'pivot_year', 'decimal_mark'],
+  defaults: ['zone', 'pivot_year', 'decimal_mark', 'empty'],
   agent: ['email', 'id_path'],
   zone: ['column', 'path', 'default'],
   row_key: [...Object.keys(fieldObject.shape), 'paths'],
@@ -169,6 +174,9 @@ export const KEY_HINTS: Readonly<Record<string, string>> = {
   time_zone: 'write `zone: America/New_York`',
   tz: 'write `zone: America/New_York`',
   decimal_separator: 'write `decimal_mark: ","`',
+  null: 'texts that mean no value are listed in `empty: ["N/A"]`; a code of a value table that sends nothing maps to null',
+  nulls: 'texts that mean no value are listed in `empty: ["N/A"]`',
+  na: 'texts that mean no value are listed in `empty: ["N/A"]`',
   timestamp: 'write `type: timestamp` and `format: ...` (and `zone:` when the source has no offset)',
   from: 'write the source format as `format: ...` next to `type: date`',
   values: 'a value table is written `map: { M: male, F: female }`',

@@ -121,6 +121,56 @@ describe('value tables that send nothing', () => {
   });
 });
 
+describe('texts that mean no value', () => {
+  const text = withFields(`  application.drivers[0].marital_status: { column: marital, empty: ["N/A", "-"], map: { S: single, M: married } }
+  application.drivers[0].education: { column: edu, empty: [N/A], default: other }
+  application.coverage.policy_coverage.med: { template: "{med | money}_per_person", empty: [N/A] }
+  application.effective_date: { column: eff, type: date, format: DD-MMM-YYYY }
+`, 'defaults: { empty: ["NULL"] }');
+
+  it('a field\'s empty: words (any case) are an empty source: left out, or the default; in a template, an empty reference', () => {
+    const row = mapOne(text, { ...BASE, marital: 'n/a', edu: 'N/A', med: 'N/A', eff: 'null' });
+    expect(row.errors).toEqual([]);
+    expect(row.warnings).toEqual([]);
+    expect(at(row.request, 'application.drivers[0].marital_status')).toBeUndefined();
+    expect(at(row.request, 'application.drivers[0].education')).toBe('other');
+    expect(at(row.request, 'application.coverage')).toBeUndefined();
+    // defaults.empty applies to a field that does not list its own.
+    expect(at(row.request, 'application.effective_date')).toBeUndefined();
+    const other = mapOne(text, { ...BASE, marital: '-', edu: 'HS', med: '$5,000', eff: '05-Mar-2026' });
+    expect(at(other.request, 'application.drivers[0].marital_status')).toBeUndefined();
+    expect(at(other.request, 'application.coverage.policy_coverage.med')).toBe('5000_per_person');
+    expect(at(other.request, 'application.effective_date')).toBe('2026-03-05');
+  });
+
+  it('NULL unquoted is YAML\'s null: the loader says to quote it', () => {
+    expect(loadError(withFields('', 'defaults: { empty: [NULL] }'))).toMatch(/defaults > empty\[0\]: expected a string, got nothing[\s\S]*hint: YAML reads null, NULL, ~ and a missing value as nothing: quote the text, e\.g\. "NULL"/);
+  });
+
+  it('a group element whose other columns only say N/A is left out without a warning', () => {
+    const group = `version: 1
+fields:
+  channel.channel_id: { literal: acme }
+  application.vehicles[0].vin: vin
+  application.vehicles[0].make: { literal: Ford }
+  application.vehicles[0].model: { literal: Focus }
+  application.vehicles[0].year: { literal: 2015 }
+groups:
+  - target: application.drivers
+    index: n
+    count: 2
+    key: D{n} First
+    fields:
+      name.first_name: D{n} First
+      name.last_name: { column: "D{n} Last", empty: [N/A] }
+      dob: { column: "D{n} DOB", type: date, format: DD-MMM-YYYY, empty: [N/A] }
+`;
+    const mapped = mapOne(group, { vin: BASE.vin, 'D1 First': 'Ann', 'D1 Last': 'Example', 'D1 DOB': '05-Mar-1988', 'D2 First': '', 'D2 Last': 'N/A', 'D2 DOB': 'n/a' });
+    expect(mapped.warnings).toEqual([]);
+    expect(at(mapped.request, 'application.drivers')).toHaveLength(1);
+  });
+});
+
 describe('group keys of several columns, and elements left out', () => {
   const text = `version: 1
 fields:

@@ -10,7 +10,7 @@ import { ZIP_CODE } from '../../partner/schemas.js';
 import type { Semantic, Target } from './names.js';
 import { refText, type SourceField } from './sources.js';
 import { booleanSpec, wordsSpec } from './specs.js';
-import { guessShape, type ValueShape } from './values.js';
+import { guessShape, meaningful, nullMarkersIn, type ValueShape } from './values.js';
 
 export type Spec = string | Record<string, unknown>;
 
@@ -23,9 +23,12 @@ export interface SpecContext {
 /** The field's source and conversions for `target` (`pattern`: its request path with `[]`). */
 export function buildFieldSpec(field: SourceField, target: Target, pattern: string, context: SpecContext): { spec: Spec; note: string | undefined } {
   const ref = refText(field);
-  const source: Record<string, unknown> = 'path' in field.ref ? { path: ref } : { column: ref };
+  // `N/A` and the like in the sample: read as no value, not as a value to convert.
+  const markers = nullMarkersIn(field.values);
+  const empty = markers.length === 0 ? {} : { empty: markers };
+  const source: Record<string, unknown> = 'path' in field.ref ? { path: ref, ...empty } : { column: ref, ...empty };
   const shape = guessShape(field.values);
-  const texts = field.values.map((v) => v.trim()).filter((v) => v !== '');
+  const texts = meaningful(field.values);
   const plain = (): Spec => ('column' in source && Object.keys(source).length === 1 ? ref : source);
   const upperCased = (): { spec: Spec; note: undefined } =>
     ({ spec: texts.every((v) => v === v.toUpperCase()) ? plain() : { ...source, case: 'upper' }, note: undefined });
@@ -75,10 +78,10 @@ export function buildFieldSpec(field: SourceField, target: Target, pattern: stri
     case 'per_person': {
       const suffix = target.semantic === 'ded' ? '_ded' : '_per_person';
       if (texts.length > 0 && texts.every((v) => v.endsWith(suffix))) return { spec: plain(), note: undefined };
-      if (texts.every((v) => /^\d+$/.test(v))) return { spec: { template: `{${ref}}${suffix}` }, note: undefined };
+      if (texts.every((v) => /^\d+$/.test(v))) return { spec: { template: `{${ref}}${suffix}`, ...empty }, note: undefined };
       // `$5,000`: the amount as digits, written into the partner's text.
-      if (shape.type === 'money' || shape.type === 'integer') return { spec: { template: `{${ref} | money}${suffix}`, ...mark }, note: undefined };
-      return { spec: { template: `{${ref}}${suffix}` }, note: `check: the partner wants <amount>${suffix}` };
+      if (shape.type === 'money' || shape.type === 'integer') return { spec: { template: `{${ref} | money}${suffix}`, ...mark, ...empty }, note: undefined };
+      return { spec: { template: `{${ref}}${suffix}`, ...empty }, note: `check: the partner wants <amount>${suffix}` };
     }
     case 'words':
       return wordsSpec(source, plain, texts, pattern);

@@ -63,9 +63,31 @@ function misfits(texts: readonly string[], test: (text: string) => boolean): num
   return misses <= texts.length * (1 - FIT) ? misses : undefined;
 }
 
-/** Guesses the shape of a column from its sample values (empty ones are ignored). */
+/**
+ * What exports write for "no value" besides an empty cell. Not `none` or `unknown`: they are words
+ * of some fields (no diploma, an unknown gender).
+ */
+const NULL_MARKERS = new Set(['n/a', 'na', '#n/a', 'null', 'nil', '-', '--', '?', 'not available', 'not provided']);
+
+/** The texts of `values` that mean "no value" (`N/A`), as the file spells them, each once. */
+export function nullMarkersIn(values: readonly string[]): string[] {
+  const seen = new Map<string, string>();
+  for (const value of values) {
+    const text = value.trim();
+    const key = text.toLowerCase();
+    if (NULL_MARKERS.has(key) && !seen.has(key)) seen.set(key, text);
+  }
+  return [...seen.values()];
+}
+
+/** The values without empty ones and those that mean "no value" (`N/A`). */
+export function meaningful(values: readonly string[]): string[] {
+  return values.map((v) => v.trim()).filter((v) => v !== '' && !NULL_MARKERS.has(v.toLowerCase()));
+}
+
+/** Guesses the shape of a column from its sample values (empty ones and `N/A` are ignored). */
 export function guessShape(values: readonly string[]): ValueShape {
-  const texts = values.map((v) => v.trim()).filter((v) => v !== '');
+  const texts = meaningful(values);
   if (texts.length === 0) return { type: 'empty', outliers: 0 };
   const lower = texts.map((t) => t.toLowerCase());
   const flag = misfits(lower, (t) => DEFAULT_TRUE.has(t) || DEFAULT_FALSE.has(t));

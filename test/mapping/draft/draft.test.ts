@@ -106,6 +106,14 @@ describe('the draft\'s conversions, agent and row key', () => {
     expect(mostly.yaml).toMatch(/# check: 1 of the sample's values do not read as MM\/DD\/YYYY/);
   });
 
+  it('N/A and the like are read as no value, and the rest of the values still decide the conversion', () => {
+    const { content } = draftCsv(['FirstName', 'Birth Date', 'Marital'], [
+      ['Ann', '05-Mar-1988', 'S'], ['Bo', 'N/A', 'M'], ['Cy', '30-Sep-1990', 'n/a'], ['Di', '17-Nov-1979', 'S'],
+    ]);
+    expect(fieldsOf(content)['application.drivers[0].dob']).toEqual({ column: 'Birth Date', empty: ['N/A'], type: 'date', format: 'DD-MMM-YYYY' });
+    expect(fieldsOf(content)['application.drivers[0].marital_status']).toEqual({ column: 'Marital', empty: ['n/a'], map: { M: 'married', S: 'single' } });
+  });
+
   it('without a click id, the lead id is the row key; without either, the draft says so', () => {
     expect(draftCsv(['Lead_No', 'DOB'], [['L-1', '02/03/1980']]).content.row_key).toBe('tracking.channel_lead_id');
     const none = draftCsv(['DOB'], [['02/03/1980']]);
