@@ -80,6 +80,20 @@ describe('init against hand-written mappings', () => {
     expect(report(input, share)).toBeGreaterThanOrEqual(0.9);
   });
 
+  // Written after init's changes for the three above were done. Before init was changed for them it
+  // reached 65.4%, 70.2% and 96.9%; three general changes followed (names numbered at the end without a
+  // separator, a warehouse's kind words such as _NM and _DT, DDMMMYYYY dates), so they are held out no longer.
+  it.each([
+    ['holdout-camel.csv', 'holdout-camel.yaml'],
+    ['holdout-upper.tsv', 'holdout-upper.yaml'],
+    ['holdout-records.ndjson', 'holdout-records.yaml'],
+  ])('%s: at least 90% equal', async (input, mapping) => {
+    const reference = compileMapping(readFileSync(join(LAYOUTS, mapping), 'utf8'), mapping);
+    const share = await measure(join(LAYOUTS, input), reference, await draftFor(join(LAYOUTS, input)));
+    expect(share.rows).toBe(40);
+    expect(report(input, share)).toBeGreaterThanOrEqual(0.9);
+  });
+
   it('second partner layout: at least 80% of the request values equal', async () => {
     const input = join(ROOT, 'test/fixtures/mapping/second-partner.csv');
     const reference = compileMapping(readFileSync(join(ROOT, 'test/fixtures/mapping/second-partner.yaml'), 'utf8'), 'second-partner.yaml');

@@ -179,7 +179,8 @@ export function fits(semantic: Semantic, shape: ValueShape): number {
     case 'email':
       return shape.type === 'email' ? 1 : 0.3;
     case 'phone':
-      return shape.type === 'phone' || shape.type === 'integer' ? 1 : 0.6;
+      // Ten digits (2125550100) also read as epoch seconds.
+      return shape.type === 'phone' || shape.type === 'integer' || (shape.type === 'timestamp' && shape.format === 'epoch') ? 1 : 0.6;
     case 'text':
     case 'words':
     case 'state':

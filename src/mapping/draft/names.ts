@@ -178,8 +178,14 @@ const SQUASHED: readonly (readonly string[])[] = TARGETS.map((target) => {
 const ABBREVIATIONS: Readonly<Record<string, string>> = {
   lic: 'license', licence: 'license', st: 'state', dt: 'date', cd: 'code', no: 'number', num: 'number', nbr: 'number',
   occ: 'occupation', res: 'residence', eff: 'effective', viol: 'violation', yr: 'year', yrs: 'years', addr: 'address',
-  amt: 'amount', ded: 'deductible', tel: 'phone',
+  amt: 'amount', ded: 'deductible', tel: 'phone', ts: 'time',
 };
+
+/**
+ * Words a data warehouse puts after a name to say its kind (`LAST_NM`, `STATE_CD`, `BIRTH_DT`,
+ * `TCPA_IND`): a name is read without one too.
+ */
+const KIND_SUFFIXES = new Set(['nm', 'cd', 'cde', 'nbr', 'num', 'no', 'amt', 'dt', 'ts', 'ind', 'flg', 'flag', 'qty', 'txt', 'val']);
 
 /**
  * Words that say whose value a name holds (`license_state` is the licence's state): a name read
@@ -210,7 +216,7 @@ function matchWords(words: readonly string[], names: readonly string[], boundari
       const segments = boundaries.get(dropped);
       let confidence = dropped === 0 ? 0.95 : segments !== undefined ? 0.93 - 0.02 * segments : Math.max(0.6, 0.85 - 0.1 * (dropped - 1));
       const owner = words.slice(0, dropped).find((word) => OWNERS[word] !== undefined);
-      if (owner !== undefined && OWNERS[owner]?.(target) !== true) confidence *= 0.55;
+      if (owner !== undefined && OWNERS[owner]?.(target) !== true) confidence *= 0.5;
       return { target, confidence, how: dropped === 0 ? 'name' : `"${words.slice(dropped).join('_')}" in the name` };
     }
   }
@@ -238,9 +244,12 @@ export function matchName(name: string, entities: readonly Entity[]): NameMatch[
     count += wordsOf(segment).length;
     boundaries.set(count, i + 1);
   });
-  // The same words with their short forms written out (`lic_st` → license state), a little less sure.
+  // The same words with their short forms written out (`lic_st` → license state), or without a
+  // warehouse's kind word at the end (`LAST_NM` → last), a little less sure.
   const expanded = words.map((word) => ABBREVIATIONS[word] ?? word);
-  const readings = expanded.some((word, i) => word !== words[i]) ? [{ words, cost: 0 }, { words: expanded, cost: 0.02 }] : [{ words, cost: 0 }];
+  const readings = [{ words, cost: 0 }];
+  if (expanded.some((word, i) => word !== words[i])) readings.push({ words: expanded, cost: 0.02 });
+  if (words.length > 1 && KIND_SUFFIXES.has(words[words.length - 1] ?? '')) readings.push({ words: words.slice(0, -1), cost: 0.03 });
   const matches: NameMatch[] = [];
   TARGETS.forEach((target, i) => {
     if (!entities.includes(target.entity)) return;

@@ -27,7 +27,7 @@ const DATE_FORMATS = [
   'YYYY/MM/DD', 'YYYYMMDD', 'MM/DD/YY', 'M/D/YY', 'DD/MM/YY',
   // Month names and abbreviations, in any case (05-Mar-1988, March 5, 1988, 5 mar 88).
   'DD-MMM-YYYY', 'D-MMM-YYYY', 'DD MMM YYYY', 'D MMM YYYY', 'DD-MMM-YY', 'D MMM YY', 'DD MMMM YYYY', 'D MMMM YYYY',
-  'MMM D, YYYY', 'MMMM D, YYYY', 'MMM D YYYY', 'MMMM D YYYY', 'MMM. D, YYYY', 'YYYY-MMM-DD',
+  'MMM D, YYYY', 'MMMM D, YYYY', 'MMM D YYYY', 'MMMM D YYYY', 'MMM. D, YYYY', 'YYYY-MMM-DD', 'DDMMMYYYY', 'DDMMMYY',
 ] as const;
 
 /** Timestamp formats tried, in order. */
@@ -39,7 +39,7 @@ const TIMESTAMP_FORMATS = [
   // With a zone or an offset after the time, and month names.
   'YYYY-MM-DD HH:mm:ss z', 'YYYY-MM-DD HH:mm z', 'YYYY-MM-DD HH:mm:ss Z', 'MM/DD/YYYY hh:mm A z', 'MM/DD/YYYY h:mm A z', 'M/D/YYYY h:mm A z',
   'MM/DD/YYYY HH:mm z', 'DD-MMM-YYYY HH:mm:ss', 'DD-MMM-YYYY HH:mm', 'MMM D, YYYY h:mm A', 'MMMM D, YYYY h:mm A', 'MMM D, YYYY h:mm A z',
-  'MMMM D, YYYY h:mm A z', 'ddd, DD MMM YYYY HH:mm:ss Z', 'ddd, DD MMM YYYY HH:mm:ss z',
+  'MMMM D, YYYY h:mm A z', 'ddd, DD MMM YYYY HH:mm:ss Z', 'ddd, DD MMM YYYY HH:mm:ss z', 'DDMMMYYYY HH:mm:ss', 'DDMMMYYYY:HH:mm:ss',
 ] as const;
 
 const DEFAULT_TRUE = new Set(['y', 'yes', '1', 'true', 't']);
@@ -53,14 +53,23 @@ const DECIMAL = /^[+-]?\$?(?:\d+|\d{1,3}(?:,\d{3})+)?\.\d+$|^\$(?:\d+|\d{1,3}(?:
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const PHONE = /^[+(]?[\d\s().+-]{7,}$/;
 
+/** Epoch seconds a timestamp guess takes: 2000-01-01 to 2100-01-01. */
+const EPOCH_FROM = 946_684_800;
+const EPOCH_TO = 4_102_444_800;
+
 /** Share of the sample values a shape must fit. */
 const FIT = 0.9;
 
 /** How many of `texts` do not satisfy `test`, or undefined when more than {@link FIT} allows. */
 function misfits(texts: readonly string[], test: (text: string) => boolean): number | undefined {
+  const allowed = texts.length * (1 - FIT);
   let misses = 0;
-  for (const text of texts) if (!test(text)) misses += 1;
-  return misses <= texts.length * (1 - FIT) ? misses : undefined;
+  for (const text of texts) {
+    if (test(text)) continue;
+    misses += 1;
+    if (misses > allowed) return undefined;
+  }
+  return misses;
 }
 
 /**
@@ -160,8 +169,9 @@ function guessDateFormat(texts: readonly string[]): { format: string; ambiguous:
 
 /** The first timestamp format that reads (nearly) every value, which must hold a time of day or be epoch seconds / ms. */
 function guessTimestampFormat(texts: readonly string[]): { format: string; outliers: number } | undefined {
-  for (const [format, pattern] of [['epoch', /^\d{10}$/], ['epoch_ms', /^\d{13}$/]] as const) {
-    const outliers = misfits(texts, (t) => pattern.test(t));
+  // Epoch seconds or milliseconds of this century: ten digits such as a phone number (5125550103) are not one.
+  for (const [format, pattern, scale] of [['epoch', /^\d{10}$/, 1], ['epoch_ms', /^\d{13}$/, 1000]] as const) {
+    const outliers = misfits(texts, (t) => pattern.test(t) && Number(t) / scale >= EPOCH_FROM && Number(t) / scale < EPOCH_TO);
     if (outliers !== undefined) return { format, outliers };
   }
   if (misfits(texts, (t) => /\d{1,2}:\d{2}/.test(t)) === undefined) return undefined;

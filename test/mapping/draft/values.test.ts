@@ -25,6 +25,8 @@ describe('value shapes from a sample', () => {
     ['dates with month names', ['05-Mar-1988', '30-SEP-1990', '01-jan-2001'], { type: 'date', format: 'DD-MMM-YYYY' }],
     ['dates written out', ['March 5, 1988', 'September 30, 1990'], { type: 'date', format: 'MMMM D, YYYY' }],
     ['short dates with month names', ['5 mar 88', '30 sep 90'], { type: 'date', format: 'D MMM YY' }],
+    ['warehouse dates', ['15MAY1994', '06DEC1996', '10SEP1968'], { type: 'date', format: 'DDMMMYYYY' }],
+    ['ten-digit phone numbers are no epoch seconds past 2100', ['5125550103', '7205550199'], { type: 'integer' }],
     ['times with a zone name', ['03/05/2026 01:57 PM EST', '03/06/2026 09:05 AM America/Chicago'], { type: 'timestamp', format: 'MM/DD/YYYY hh:mm A z', hasOffset: true }],
     ['e-mail addresses', ['a.b@example.com', 'c@example.com'], { type: 'email' }],
     ['words', ['OWN', 'RENT'], { type: 'text' }],
