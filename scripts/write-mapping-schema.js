@@ -8,4 +8,4 @@ import { MAPPING_SCHEMA_FILE, mappingJsonSchemaText } from '../dist/mapping/json
 
 mkdirSync(dirname(MAPPING_SCHEMA_FILE), { recursive: true });
 writeFileSync(MAPPING_SCHEMA_FILE, mappingJsonSchemaText());
-console.log(`wrote ${MAPPING_SCHEMA_FILE}`);
+process.stdout.write(`wrote ${MAPPING_SCHEMA_FILE}\n`);
