@@ -6,10 +6,11 @@
  */
 import type { z } from 'zod';
 import { KNOWN_VALUES } from '../partner/known-words.js';
-import { buildPipe, FAIL, failure, TEMPLATE_PIPES, type Converter, type TemplatePipe } from './_convert.js';
+import { buildFilledSources, isEmptyValue, probeOf } from './_left-out.js';
 import { compileProduce, type MappingDefaults } from './_produce.js';
 import type { MappingProblems, YamlPath } from './_problems.js';
-import { prefixSources, type FieldPlan, type GroupPlan, type InstancePlan, type MappingPlan, type Reader, type Rec, type TraceEntry } from './_plan.js';
+import type { FieldPlan, GroupPlan, InstancePlan, MappingPlan, Reader, Rec, TraceEntry } from './_plan.js';
+import { buildPathReader, buildTemplateReader, parseReference, type TemplateRef } from './_readers.js';
 import {
   elementOf, formatSegments, lookUpTarget, parseRequestPath, type PathSegment,
 } from './_request-paths.js';
@@ -353,51 +354,21 @@ class Compiler {
       const text = this.expand(spec.template, scope, [...at, 'template'], true);
       if (text === undefined) return undefined;
       const parts = text.split(/\{([^{}]+)\}/);
-      const refs = parts.filter((_, i) => i % 2 === 1).map((ref) => this.parseReference(ref, spec, [...at, 'template']));
+      const mark = spec.decimal_mark ?? this.defaults.decimal_mark ?? '.';
+      const refs = parts.filter((_, i) => i % 2 === 1).map((ref) => parseReference(ref, mark, this.problems, [...at, 'template']));
       if (refs.length === 0) {
         this.problems.add([...at, 'template'], `template "${spec.template}" names no column`, 'write columns in braces: "{first_name} {last_name}"; for a constant use literal:');
         return undefined;
       }
       if (refs.some((ref) => ref === undefined)) return undefined;
       const names = refs.map((ref) => (ref as TemplateRef).name);
-      const readers: Reader[] = names.map((name) => buildNameReader(name, scope.inEach));
-      const pipes = refs.map((ref) => (ref as TemplateRef).pipes);
       for (const name of names) {
         this.noteSource(name, scope, scope.inEach);
         if (!scope.inEach) this.noteColumn(name, [...at, 'template']);
       }
-      const collapse = spec.trim !== false;
       const emptyWords = spec.empty ?? this.defaults.empty;
-      // A reference whose text means "no value" (`empty: [N/A]`) is an empty one.
       const empties = emptyWords === undefined ? undefined : new Set(emptyWords.map((word) => word.trim().toLowerCase()));
-      const read: Reader = (record, item) => {
-        let out = '';
-        let any = false;
-        for (let i = 0; i < parts.length; i += 1) {
-          if (i % 2 === 0) out += parts[i];
-          else {
-            const ref = (i - 1) / 2;
-            const value = readers[ref]?.(record, item);
-            if (value === undefined || value === null) continue;
-            let piece = typeof value === 'string' ? value.trim() : String(value);
-            if (empties?.has(piece.toLowerCase()) === true) piece = '';
-            if (piece !== '') {
-              any = true;
-              for (const convert of pipes[ref] ?? []) {
-                const converted = convert(piece);
-                if (converted === FAIL) {
-                  failure.received = piece;
-                  return FAIL;
-                }
-                piece = typeof converted === 'string' ? converted : String(converted);
-              }
-            }
-            out += piece;
-          }
-        }
-        if (!any) return undefined;
-        return collapse ? out.replace(/\s{2,}/g, ' ').trim() : out;
-      };
+      const read = buildTemplateReader(parts, refs as TemplateRef[], scope.inEach, empties, spec.trim !== false);
       return { read, sources: names, relative: scope.inEach, kind: scope.inEach ? 'field' : 'column', isPass: false, isLiteral: false };
     }
     const pathText = spec.path ?? spec.pass ?? '';
@@ -405,26 +376,6 @@ class Compiler {
     if (reader === undefined) return undefined;
     this.noteSource(reader.text, scope, reader.relative, spec.pass !== undefined);
     return { read: reader.read, sources: [reader.text], relative: reader.relative, kind: 'field', isPass: spec.pass !== undefined, isLiteral: false };
-  }
-
-  /** A template's reference: `name`, or `name | pipe | pipe` (a pipe converts the value before it is written in). */
-  parseReference(ref: string, spec: FieldSpec, at: YamlPath): TemplateRef | undefined {
-    const [name = '', ...pipeNames] = ref.split('|').map((part) => part.trim());
-    const pipes: Converter[] = [];
-    for (const pipe of pipeNames) {
-      if (!(TEMPLATE_PIPES as readonly string[]).includes(pipe)) {
-        const close = findClosest(pipe, TEMPLATE_PIPES);
-        this.problems.add(at, `unknown conversion "${pipe}" in the template reference "{${ref}}"`,
-          close === undefined ? `a reference converts with ${TEMPLATE_PIPES.join(', ')}, e.g. "{med_pay | digits}_per_person"` : `did you mean "${close}"?`);
-        return undefined;
-      }
-      pipes.push(buildPipe(pipe as TemplatePipe, spec.decimal_mark ?? this.defaults.decimal_mark ?? '.'));
-    }
-    if (name === '') {
-      this.problems.add(at, `the template reference "{${ref}}" names no column`, 'write the column first: "{med_pay | digits}"');
-      return undefined;
-    }
-    return { name, pipes };
   }
 
   noteColumn(column: string, at: YamlPath): void {
@@ -468,93 +419,6 @@ class Compiler {
   }
 }
 
-interface TemplateRef {
-  name: string;
-  pipes: Converter[];
-}
-
-function isEmptyValue(value: unknown): boolean {
-  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
-}
-
-/** What an element's sources are, for {@link buildFilledSources}: plain columns, and other reads. */
-interface Probe {
-  /** Top-level columns, read straight from the record (most of a CSV group's sources). */
-  columns: readonly string[];
-  /** Per column, the texts its fields read as empty (`empty: [N/A]`), lower-cased. */
-  empties: readonly (ReadonlySet<string> | undefined)[];
-  /** Other sources (paths, sources in an `each` element, lists of nested `each` groups): push their names when filled. */
-  others: readonly ((record: Rec, item: unknown, srcPrefix: string, found: string[]) => void)[];
-}
-
-const SIMPLE_NAME = /^[^.[\]]*$/;
-
-/** The sources of an instance's fields and of its nested groups' elements (constants and copied objects are not data of the row). */
-function probeOf(fields: readonly FieldPlan[], groups: readonly GroupPlan[]): Probe {
-  const columns = new Map<string, ReadonlySet<string> | undefined>();
-  const others: Probe['others'][number][] = [];
-  for (const field of fields) {
-    if (field.sources.length === 0 || field.isPass) continue;
-    if (!field.relative && field.kind === 'column' && field.sources.every((source) => SIMPLE_NAME.test(source))) {
-      for (const source of field.sources) if (!columns.has(source) || field.fast?.empties === undefined) columns.set(source, field.fast?.empties);
-      continue;
-    }
-    const { read, sources, relative } = field;
-    others.push((record, item, srcPrefix, found) => {
-      const value = read(record, item);
-      // An object is not a value of this element (a failed template piece, FAIL, is one).
-      if (!isEmptyValue(value) && typeof value !== 'object') found.push(...prefixSources(sources, relative, srcPrefix));
-    });
-  }
-  for (const group of groups) {
-    const each = group.each;
-    if (each === undefined) {
-      for (const instance of group.instances) {
-        instance.probe.columns.forEach((column, i) => {
-          if (!columns.has(column)) columns.set(column, instance.probe.empties[i]);
-        });
-        others.push(...instance.probe.others);
-      }
-    } else {
-      others.push((record, item, srcPrefix, found) => {
-        const list = each.read(record, item);
-        if (Array.isArray(list) && list.length > 0) found.push(each.relative && srcPrefix !== '' ? `${srcPrefix}.${each.text}` : each.text);
-      });
-    }
-  }
-  return { columns: [...columns.keys()], empties: [...columns.values()], others };
-}
-
-/**
- * For an element left out because its key is empty: which of its sources have a value, so that the
- * row can say what was dropped with it (`_run.ts`). Runs for every absent driver of every row: the
- * columns are read straight from the record, an empty one costing one comparison.
- */
-function buildFilledSources(probe: Probe): NonNullable<InstancePlan['filledSources']> {
-  const { columns, empties, others } = probe;
-  return (record, item, srcPrefix) => {
-    let found: string[] | undefined;
-    for (let i = 0; i < columns.length; i += 1) {
-      const column = columns[i] as string;
-      const value = record[column];
-      if (value === undefined || value === '' || value === null) continue;
-      if (typeof value === 'string') {
-        const text = value.trim();
-        if (text === '' || empties[i]?.has(text.toLowerCase()) === true) continue;
-      }
-      (found ??= []).push(column);
-    }
-    if (others.length > 0) {
-      const more: string[] = [];
-      for (const other of others) other(record, item, srcPrefix, more);
-      if (more.length > 0) (found ??= []).push(...more);
-    }
-    return found ?? NONE;
-  };
-}
-
-const NONE: readonly string[] = [];
-
 /** Fields sharing a parent object share its slot, so a row finds each parent object once. */
 function numberParents(fields: FieldPlan[]): void {
   const ids = new Map<string, number>();
@@ -567,37 +431,4 @@ function numberParents(fields: FieldPlan[]): void {
     }
     field.parent = id;
   }
-}
-
-function buildPathReader(segments: readonly PathSegment[], relative: boolean): Reader {
-  const first = segments[0] ?? '';
-  if (segments.length === 1) {
-    return relative ? (_record, item) => (item as Rec | undefined)?.[first as string] : (record) => record[first as string];
-  }
-  return (record, item) => {
-    let node: unknown = relative ? item : record;
-    for (const segment of segments) {
-      if (node === null || typeof node !== 'object') return undefined;
-      node = (node as Rec)[segment as string];
-    }
-    return node;
-  };
-}
-
-/** A template reference: the key of that exact name, else (NDJSON) the path it spells. */
-function buildNameReader(name: string, relative: boolean): Reader {
-  let segments: PathSegment[] | undefined;
-  if (/[.[]/.test(name)) {
-    try {
-      segments = parseRequestPath(name);
-    } catch {
-      segments = undefined;
-    }
-  }
-  const byPath = segments === undefined ? undefined : buildPathReader(segments, relative);
-  return (record, item) => {
-    const holder = (relative ? item : record) as Rec | undefined;
-    const value = holder?.[name];
-    return value === undefined && byPath !== undefined ? byPath(record, item) : value;
-  };
 }

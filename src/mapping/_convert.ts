@@ -10,7 +10,8 @@ import { quoteValue } from './_text.js';
 import { usStateCode } from './_us-states.js';
 
 export { FAIL, failure, type Converter } from './_fail.js';
-export { buildDate, buildTimestamp, compileZone, FORMAT_TOKENS, FormatError } from './_dates.js';
+export { buildDate, buildTimestamp, FORMAT_TOKENS, FormatError } from './_dates.js';
+export { compileZone } from './_zones.js';
 
 const DEFAULT_TRUE = ['y', 'yes', '1', 'true', 't'];
 const DEFAULT_FALSE = ['n', 'no', '0', 'false', 'f'];
