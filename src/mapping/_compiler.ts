@@ -7,6 +7,7 @@
 import type { z } from 'zod';
 import { KNOWN_VALUES } from '../partner/known-words.js';
 import { buildFilledSources, isEmptyValue, probeOf } from './_left-out.js';
+import { compileZone } from './_zones.js';
 import { compileProduce, type MappingDefaults } from './_produce.js';
 import type { MappingProblems, YamlPath } from './_problems.js';
 import type { FieldPlan, GroupPlan, InstancePlan, MappingPlan, Reader, Rec, TraceEntry } from './_plan.js';
@@ -53,7 +54,17 @@ export interface PlanFacts {
 
 /** Compiles the file's content into a plan; mistakes go to `problems` (the caller throws them). */
 export function compilePlan(spec: MappingFile, problems: MappingProblems, lineOf: (path: YamlPath) => number): { plan: MappingPlan; facts: PlanFacts } {
-  const compiler = new Compiler(problems, lineOf, spec.defaults ?? {});
+  const defaults = { ...spec.defaults };
+  if (defaults.zone !== undefined) {
+    try {
+      compileZone(defaults.zone);
+    } catch (error) {
+      // Said once, here, rather than at every timestamp that takes it.
+      problems.add(['defaults', 'zone'], (error as Error).message, 'use UTC, an offset such as -05:00, or an IANA name such as America/New_York');
+      delete defaults.zone;
+    }
+  }
+  const compiler = new Compiler(problems, lineOf, defaults);
   const rootScope: Scope = { vars: new Map(), inEach: false, inGroup: false, schema: undefined, label: '', sourceBase: '' };
   const root = compiler.compileInstance(spec.fields, spec.groups ?? [], undefined, { ...rootScope, schema: rootSchema() }, []);
 

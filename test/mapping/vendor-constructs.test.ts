@@ -256,7 +256,8 @@ describe('the mapping\'s defaults', () => {
 
   it('an unknown zone or key in defaults is a mistake of the mapping', () => {
     expect(loadError(withFields('  compliance.consent_timestamp: { column: at, type: timestamp, format: iso }\n', 'defaults: { zone: Mars/Base }')))
-      .toMatch(/unknown time zone "Mars\/Base"/);
+      .toMatch(/^invalid mapping: test\.yaml:2:\d+: defaults > zone: unknown time zone "Mars\/Base"/);
+    expect(loadError(withFields('', 'defaults: { zone: Mars/Base }'))).toMatch(/defaults > zone: unknown time zone "Mars\/Base"/);
     expect(loadError(withFields('', 'defaults: { timezone: UTC }'))).toMatch(/unknown key "timezone"[\s\S]*zone: America\/New_York/);
   });
 });
