@@ -92,5 +92,39 @@ fields:
     }
     expect(check.stdout).toContain('4 of 4 rows are invalid');
   });
+
+  it('says when a driver was left out because its key columns were empty while others had values', async () => {
+    const input = tmp.path('drivers.csv');
+    writeFileSync(input, [
+      'click,vin,D1 First,D1 Last,D1 DOB,D2 First,D2 Last,D2 DOB',
+      'c1,1FAFP34N05W123456,Ann,Example,05-Mar-1988,,,17-Nov-1979',
+      'c2,1FAFP34N05W123457,Bo,Sample,17-Nov-1979,,,',
+      'c3,1FAFP34N05W123458,Cy,Testwood,30-Sep-1990,,,01-Jan-2001',
+    ].join('\n'));
+    const mapping = tmp.path('drivers.yaml');
+    writeFileSync(mapping, `version: 1
+fields:
+  channel.channel_id: { literal: acme }
+  tracking.click_id: click
+  application.vehicles[0].vin: vin
+  application.vehicles[0].make: { literal: Ford }
+  application.vehicles[0].model: { literal: Focus }
+  application.vehicles[0].year: { literal: 2015 }
+groups:
+  - target: application.drivers
+    index: n
+    count: 2
+    key: ["D{n} First", "D{n} Last"]
+    fields:
+      name.first_name: D{n} First
+      name.last_name: D{n} Last
+      dob: { column: "D{n} DOB", type: date, format: DD-MMM-YYYY }
+`);
+    const check = await runCli(['check', input, '--mapping', mapping]);
+    expect(check.code).toBe(0);
+    expect(check.stdout).toMatch(/warnings\s+2 in 2 rows/);
+    expect(check.stdout).toContain('      2 × warning · application.drivers: left out: its key D{n} First, D{n} Last is empty while other columns of it have values (columns D2 First, D2 Last, D2 DOB)\n           sample rows: 1, 3');
+    expect(check.stdout).not.toContain('17-Nov-1979');
+  });
 });
 
