@@ -96,8 +96,26 @@ function replaceAll(text: string, replacements: readonly [RegExp, string][]): st
 }
 
 /**
+ * The issues of one row's message: the run records a row's mapping errors joined with
+ * `; row N: ` (its own number N, so a value holding such text does not split it). A last issue the
+ * ledger cut short (`…`) is left out: its kind would be a fragment.
+ */
+export function splitRowIssues(message: string | null): (string | null)[] {
+  const row = message === null ? null : ROW_NUMBER.exec(message);
+  if (message === null || row === null) return [message];
+  const issues = message.split(`; row ${row[1] ?? ''}: `).map((issue, i) => (i === 0 ? issue : `row ${row[1] ?? ''}: ${issue}`));
+  if (issues.length > 1 && issues[issues.length - 1]?.endsWith('…') === true) issues.pop();
+  return issues;
+}
+
+const ROW_NUMBER = /^row (\d+): /;
+/** `, "555-01" in the file` before the end of a columns suffix: the file's own text, a value. */
+const IN_FILE = /, "(?:[^"\\]|\\.)*(?:"|\.\.\.|…") in the file\)$/;
+
+/**
  * The kind of one failure. A row whose message holds several issues (`; `-separated, as the run
- * records mapping errors) is of the kind of its first issue.
+ * records mapping errors) is of the kind of its first issue ({@link ErrorGroups.add} counts the row
+ * under each of them).
  */
 export function errorKindOf(input: ErrorKindInput): ErrorKind {
   const code = input.errorCode === null || input.errorCode === '' ? null : input.errorCode;
@@ -106,6 +124,8 @@ export function errorKindOf(input: ErrorKindInput): ErrorKind {
     // Issues are joined with "; row N: " by the run: keep the first.
     const next = text.search(/; row \d+: /);
     if (next > 0) text = text.slice(0, next);
+    // The file's text after a converted value's columns is a value too: never part of a group.
+    text = text.replace(IN_FILE, ')');
   }
   const columns: string[] = [];
   let sourceWord: 'column' | 'field' | undefined;
@@ -142,6 +162,8 @@ export const OTHER_KINDS_SUBJECT = 'other kinds (too many to tell apart)';
  */
 export class ErrorGroups {
   readonly #groups = new Map<string, ErrorGroup>();
+  /** The row each group last counted: a row counts once per group, however many of its issues fall in it. */
+  readonly #lastRow = new Map<ErrorGroup, number>();
   readonly #samples: number;
   readonly #maxKinds: number;
 
@@ -150,8 +172,22 @@ export class ErrorGroups {
     this.#maxKinds = options.maxKinds ?? 10_000;
   }
 
-  /** Adds one failure (of `row`, when known) and returns its group. */
+  /**
+   * Adds one failure (of `row`, when known) and returns its group. A row whose message holds several
+   * issues is counted under the kind of each (once per kind): the groups then say how many rows each
+   * problem affects, and the first `check` of a draft lists every problem. Returns the first issue's group.
+   */
   add(input: ErrorKindInput, row?: number, count = 1): ErrorGroup {
+    const issues = splitRowIssues(input.message);
+    let first: ErrorGroup | undefined;
+    for (const message of issues) {
+      const group = this.#addOne(issues.length === 1 ? input : { ...input, message }, row, count);
+      first ??= group;
+    }
+    return first as ErrorGroup;
+  }
+
+  #addOne(input: ErrorKindInput, row: number | undefined, count: number): ErrorGroup {
     let kind = errorKindOf(input);
     let group = this.#groups.get(kind.key);
     if (group === undefined && this.#groups.size >= this.#maxKinds) {
@@ -162,6 +198,12 @@ export class ErrorGroups {
       group = { ...kind, columns: [], states: [], count: 0, rows: [] };
       this.#groups.set(kind.key, group);
     }
+    if (row !== undefined && this.#lastRow.get(group) === row) {
+      // The same row again (two drivers' dates, two warnings of one kind): its columns only.
+      for (const column of kind.columns) if (group.columns.length < MAX_LISTED && !group.columns.includes(column)) group.columns.push(column);
+      return group;
+    }
+    if (row !== undefined) this.#lastRow.set(group, row);
     group.count += count;
     if (row !== undefined && group.rows.length < this.#samples) group.rows.push(row);
     for (const column of kind.columns) if (group.columns.length < MAX_LISTED && !group.columns.includes(column)) group.columns.push(column);

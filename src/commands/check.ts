@@ -53,11 +53,11 @@ function formatSummary(s: CheckSummary, placeholders: readonly string[]): string
   lines.push(`  repeated   ${s.duplicates} valid rows repeat an earlier row's key (the run records them duplicate)`);
   lines.push(`  warnings   ${s.warnings} in ${s.rowsWithWarnings} rows`);
   if (s.errorGroups.length > 0) {
-    lines.push('', 'invalid rows by kind:');
+    lines.push('', 'invalid rows by kind (rows affected; a row with several problems counts under each):');
     lines.push(...s.errorGroups.flatMap(formatGroup));
   }
   if (s.warningGroups.length > 0) {
-    lines.push('', 'warnings by kind:');
+    lines.push('', 'warnings by kind (rows affected):');
     lines.push(...s.warningGroups.flatMap(formatGroup));
   }
   if (s.repeatedKeys.length > 0) {

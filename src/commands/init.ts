@@ -1,9 +1,10 @@
 /** `quote-batch init <input> [--out <file>]`: a draft mapping from the input's header and first rows. */
 import { writeFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { QuoteBatchError } from '../errors.js';
 import { compileMapping, shortName, type CompiledMapping } from '../mapping/index.js';
 import { draftMapping } from '../mapping/draft/index.js';
+import { schemaReferenceFrom } from '../mapping/json-schema.js';
 import { readSample } from '../mapping/draft/sample.js';
 import { parseNumberIn, type RegisterCommand } from './context.js';
 
@@ -29,8 +30,10 @@ export const registerInit: RegisterCommand = (program, ctx) => {
         ctx.setExitCode(3);
         return;
       }
+      // The editor finds the schema relative to the mapping: where --out puts it, else the current directory.
+      const schemaRef = schemaReferenceFrom(flags.out === undefined ? join(ctx.io.cwd, 'mapping.yaml') : resolve(ctx.io.cwd, flags.out));
       const draft = draftMapping({
-        fileName: input, format: sample.format, delimiter: sample.delimiter, columns: sample.columns, scope: sample.scope, rows: sample.rows,
+        fileName: input, format: sample.format, delimiter: sample.delimiter, columns: sample.columns, scope: sample.scope, rows: sample.rows, schemaRef,
       });
       const mapping = assertLoads(draft.yaml, sample.columns);
       if (flags.out === undefined) {

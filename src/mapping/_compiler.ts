@@ -6,9 +6,12 @@
  */
 import type { z } from 'zod';
 import { KNOWN_VALUES } from '../partner/known-words.js';
-import { compileProduce } from './_produce.js';
+import { buildFilledSources, isEmptyValue, probeOf } from './_left-out.js';
+import { compileZone } from './_zones.js';
+import { compileProduce, type MappingDefaults } from './_produce.js';
 import type { MappingProblems, YamlPath } from './_problems.js';
 import type { FieldPlan, GroupPlan, InstancePlan, MappingPlan, Reader, Rec, TraceEntry } from './_plan.js';
+import { buildPathReader, buildTemplateReader, parseReference, type TemplateRef } from './_readers.js';
 import {
   elementOf, formatSegments, lookUpTarget, parseRequestPath, type PathSegment,
 } from './_request-paths.js';
@@ -51,7 +54,17 @@ export interface PlanFacts {
 
 /** Compiles the file's content into a plan; mistakes go to `problems` (the caller throws them). */
 export function compilePlan(spec: MappingFile, problems: MappingProblems, lineOf: (path: YamlPath) => number): { plan: MappingPlan; facts: PlanFacts } {
-  const compiler = new Compiler(problems, lineOf);
+  const defaults = { ...spec.defaults };
+  if (defaults.zone !== undefined) {
+    try {
+      compileZone(defaults.zone);
+    } catch (error) {
+      // Said once, here, rather than at every timestamp that takes it.
+      problems.add(['defaults', 'zone'], (error as Error).message, 'use UTC, an offset such as -05:00, or an IANA name such as America/New_York');
+      delete defaults.zone;
+    }
+  }
+  const compiler = new Compiler(problems, lineOf, defaults);
   const rootScope: Scope = { vars: new Map(), inEach: false, inGroup: false, schema: undefined, label: '', sourceBase: '' };
   const root = compiler.compileInstance(spec.fields, spec.groups ?? [], undefined, { ...rootScope, schema: rootSchema() }, []);
 
@@ -117,12 +130,12 @@ class Compiler {
   /** A pass-through object may hold enumerated words: scan the whole request for them. */
   passCoversEnums = false;
 
-  constructor(readonly problems: MappingProblems, readonly lineOf: (path: YamlPath) => number) {}
+  constructor(readonly problems: MappingProblems, readonly lineOf: (path: YamlPath) => number, readonly defaults: MappingDefaults) {}
 
   compileInstance(
     fields: Record<string, FieldSpec>,
     groups: readonly GroupSpec[],
-    key: string | undefined,
+    key: string | readonly string[] | undefined,
     scope: Scope,
     at: YamlPath,
   ): InstancePlan {
@@ -167,14 +180,30 @@ class Compiler {
       trace.push({ target: group.targetText, sources, relative: scope.inEach, kind: this.usesEach ? 'field' : 'column', isPass: false });
     }
     let readKey: Reader = () => 'present';
+    let keySources: readonly string[] = [];
     if (key !== undefined) {
-      const keySpec: FieldSpec = scope.inEach ? { path: key } : { column: key };
-      const keyPlan = this.compileSource(keySpec, scope, [...at, 'key']);
-      if (keyPlan !== undefined) {
-        readKey = keyPlan.read;
+      const keys = typeof key === 'string' ? [key] : key;
+      const readers: Reader[] = [];
+      const sources: string[] = [];
+      keys.forEach((one, i) => {
+        const keySpec: FieldSpec = scope.inEach ? { path: one } : { column: one };
+        const keyPlan = this.compileSource(keySpec, scope, typeof key === 'string' ? [...at, 'key'] : [...at, 'key', i]);
+        if (keyPlan === undefined) return;
+        readers.push(keyPlan.read);
+        sources.push(...keyPlan.sources);
         trace.push({ target: '#key', sources: keyPlan.sources, relative: keyPlan.relative, kind: keyPlan.kind, isPass: false });
-      }
+      });
+      // Several key columns: the element exists when any of them has a value.
+      readKey = readers.length === 1 ? readers[0] as Reader : (record, item) => {
+        for (const read of readers) {
+          const value = read(record, item);
+          if (!isEmptyValue(value)) return value;
+        }
+        return undefined;
+      };
+      keySources = sources;
     }
+    const probe = probeOf(plans, groupPlans);
     const fieldsNow = plans.filter((p) => !p.target.some((s) => typeof s === 'number'));
     const lateFields = plans.filter((p) => p.target.some((s) => typeof s === 'number'));
     numberParents(fieldsNow);
@@ -185,6 +214,10 @@ class Compiler {
       groups: groupPlans,
       trace,
       readKey,
+      keyText: key === undefined ? '' : typeof key === 'string' ? key : key.join(', '),
+      keySources,
+      probe,
+      filledSources: key === undefined ? undefined : buildFilledSources(probe),
       runFields: buildFieldRunner(fieldsNow),
       runLateFields: buildFieldRunner(lateFields),
     };
@@ -234,8 +267,11 @@ class Compiler {
         this.problems.add([...at, 'index'], `index "${group.index}" is already used by an enclosing group`, 'pick another letter, e.g. m');
         return undefined;
       }
-      if (!group.key.includes(`{${group.index}}`)) {
-        this.problems.add([...at, 'key'], `the key "${group.key}" does not contain {${group.index}}: every group would read the same column`,
+      const keys = typeof group.key === 'string' ? [group.key] : group.key;
+      const fixed = keys.findIndex((key) => !key.includes(`{${group.index}}`));
+      if (fixed >= 0) {
+        this.problems.add(typeof group.key === 'string' ? [...at, 'key'] : [...at, 'key', fixed],
+          `the key "${keys[fixed] ?? ''}" does not contain {${group.index}}: every group would read the same column`,
           `e.g. key: driver{${group.index}}_first_name`);
         return undefined;
       }
@@ -329,33 +365,21 @@ class Compiler {
       const text = this.expand(spec.template, scope, [...at, 'template'], true);
       if (text === undefined) return undefined;
       const parts = text.split(/\{([^{}]+)\}/);
-      const names = parts.filter((_, i) => i % 2 === 1);
-      if (names.length === 0) {
+      const mark = spec.decimal_mark ?? this.defaults.decimal_mark ?? '.';
+      const refs = parts.filter((_, i) => i % 2 === 1).map((ref) => parseReference(ref, mark, this.problems, [...at, 'template']));
+      if (refs.length === 0) {
         this.problems.add([...at, 'template'], `template "${spec.template}" names no column`, 'write columns in braces: "{first_name} {last_name}"; for a constant use literal:');
         return undefined;
       }
-      const readers: Reader[] = names.map((name) => buildNameReader(name, scope.inEach));
+      if (refs.some((ref) => ref === undefined)) return undefined;
+      const names = refs.map((ref) => (ref as TemplateRef).name);
       for (const name of names) {
         this.noteSource(name, scope, scope.inEach);
         if (!scope.inEach) this.noteColumn(name, [...at, 'template']);
       }
-      const collapse = spec.trim !== false;
-      const read: Reader = (record, item) => {
-        let out = '';
-        let any = false;
-        for (let i = 0; i < parts.length; i += 1) {
-          if (i % 2 === 0) out += parts[i];
-          else {
-            const value = readers[(i - 1) / 2]?.(record, item);
-            if (value === undefined || value === null) continue;
-            const piece = typeof value === 'string' ? value.trim() : String(value);
-            if (piece !== '') any = true;
-            out += piece;
-          }
-        }
-        if (!any) return undefined;
-        return collapse ? out.replace(/\s{2,}/g, ' ').trim() : out;
-      };
+      const emptyWords = spec.empty ?? this.defaults.empty;
+      const empties = emptyWords === undefined ? undefined : new Set(emptyWords.map((word) => word.trim().toLowerCase()));
+      const read = buildTemplateReader(parts, refs as TemplateRef[], scope.inEach, empties, spec.trim !== false);
       return { read, sources: names, relative: scope.inEach, kind: scope.inEach ? 'field' : 'column', isPass: false, isLiteral: false };
     }
     const pathText = spec.path ?? spec.pass ?? '';
@@ -386,6 +410,7 @@ class Compiler {
     const labelled = `${scope.label === '' ? '' : `${scope.label}.`}${targetText}`;
     const produced = compileProduce(spec, source, {
       problems: this.problems, at, targetKind: kind, targetSchema, targetText, targetLabel: labelled, inGroup: scope.inGroup, zoneSource: zoneSource?.read,
+      defaults: this.defaults,
     });
     if (produced === undefined) return undefined;
     const { produce, fast } = produced;
@@ -417,37 +442,4 @@ function numberParents(fields: FieldPlan[]): void {
     }
     field.parent = id;
   }
-}
-
-function buildPathReader(segments: readonly PathSegment[], relative: boolean): Reader {
-  const first = segments[0] ?? '';
-  if (segments.length === 1) {
-    return relative ? (_record, item) => (item as Rec | undefined)?.[first as string] : (record) => record[first as string];
-  }
-  return (record, item) => {
-    let node: unknown = relative ? item : record;
-    for (const segment of segments) {
-      if (node === null || typeof node !== 'object') return undefined;
-      node = (node as Rec)[segment as string];
-    }
-    return node;
-  };
-}
-
-/** A template reference: the key of that exact name, else (NDJSON) the path it spells. */
-function buildNameReader(name: string, relative: boolean): Reader {
-  let segments: PathSegment[] | undefined;
-  if (/[.[]/.test(name)) {
-    try {
-      segments = parseRequestPath(name);
-    } catch {
-      segments = undefined;
-    }
-  }
-  const byPath = segments === undefined ? undefined : buildPathReader(segments, relative);
-  return (record, item) => {
-    const holder = (relative ? item : record) as Rec | undefined;
-    const value = holder?.[name];
-    return value === undefined && byPath !== undefined ? byPath(record, item) : value;
-  };
 }

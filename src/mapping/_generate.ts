@@ -17,6 +17,8 @@ type Rec = Record<string, unknown>;
 /** What the generated code needs to know about one field's text pipeline (compile.ts fills it). */
 export interface FastText {
   trim: boolean;
+  /** Texts read as empty (`N/A`), lower-cased. */
+  empties: ReadonlySet<string> | undefined;
   upper: boolean;
   lower: boolean;
   /** The value table, keys lower-cased. */
@@ -79,14 +81,14 @@ export function generateFieldRunner<Row extends { warnings: unknown[] }>(
       lines.push(`if (typeof raw === 'string') {`);
       lines.push(fast.trim ? 't = raw.trim();' : 't = raw;');
       const empty = fast.empty === 'omit' ? 'OMIT' : fast.empty === 'default' ? `D${i}` : produce;
-      lines.push(`if (t === '') v = ${empty};`, 'else {');
+      lines.push(fast.empties === undefined ? `if (t === '') v = ${empty};` : `if (t === '' || E${i}.has(t.toLowerCase())) v = ${empty};`, 'else {');
       if (fast.upper) lines.push('t = t.toUpperCase();');
       else if (fast.lower) lines.push('t = t.toLowerCase();');
       const convert = (text: string): string => (fast.convert === undefined ? text : `C${i}(${text})`);
       if (fast.table !== undefined) {
-        // A miss may warn or fail: the reference code handles it from the start.
+        // A miss may warn or fail, and null means "send nothing": the reference code handles them from the start.
         lines.push(`m = T${i}.get(t.toLowerCase());`);
-        lines.push(`if (m === undefined) v = ${produce};`);
+        lines.push(`if (m === undefined || m === null) v = ${produce};`);
         lines.push(`else if (typeof m !== 'string') v = m;`);
         lines.push(`else v = ${convert('m')};`);
       } else {
@@ -109,6 +111,7 @@ export function generateFieldRunner<Row extends { warnings: unknown[] }>(
   fields.forEach((field, i) => {
     if (field.column === undefined) constants.push(`const R${i} = F[${i}].read;`);
     if (field.fast?.table !== undefined) constants.push(`const T${i} = F[${i}].fast.table;`);
+    if (field.fast?.empties !== undefined) constants.push(`const E${i} = F[${i}].fast.empties;`);
     if (field.fast?.convert !== undefined) constants.push(`const C${i} = F[${i}].fast.convert;`);
     if (field.fast?.empty === 'default') constants.push(`const D${i} = F[${i}].fast.fallback;`);
     if (field.known !== undefined) constants.push(`const K${i} = F[${i}].known;`);

@@ -52,7 +52,20 @@ export interface InstancePlan {
   lateFields: FieldPlan[];
   groups: GroupPlan[];
   trace: TraceEntry[];
+  /** The element's key value (several key columns: the first that has one); `present` at the top. */
   readKey: Reader;
+  /** The key as the mapping writes it (`driver{n}_first_name`), for the left-out warning. */
+  keyText: string;
+  /** The key's columns (or paths in the element), expanded. */
+  keySources: readonly string[];
+  /** The sources of the element and its nested groups, for `filledSources` (see _compiler.ts). */
+  probe: {
+    columns: readonly string[];
+    empties: readonly (ReadonlySet<string> | undefined)[];
+    others: readonly ((record: Rec, item: unknown, srcPrefix: string, found: string[]) => void)[];
+  };
+  /** A group element's sources (and its nested groups') that have a value: undefined at the top. */
+  filledSources: ((record: Rec, item: unknown, srcPrefix: string) => readonly string[]) | undefined;
   /** Generated equivalents of `runFields(fields)` and `runFields(lateFields)` (see _generate.ts). */
   runFields: FieldRunner<RowState>;
   runLateFields: FieldRunner<RowState>;

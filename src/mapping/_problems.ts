@@ -64,13 +64,16 @@ export class MappingProblems {
         const close = typeof got === 'string' ? findClosest(got, values) : undefined;
         const hint = close === undefined ? `allowed: ${values.join(', ')}` : `did you mean "${close}"?`;
         this.add(path, `${JSON.stringify(got)} is not allowed here`, hint);
-      } else if (issue.code === 'invalid_type' && this.valueAt(path) === undefined) {
+      } else if ((issue.code === 'invalid_type' || issue.code === 'invalid_union') && this.valueAt(path) === undefined) {
         const key = path[path.length - 1];
         this.add(path, `missing "${String(key)}"`, MISSING_HINTS[String(key)], true);
       } else if (issue.code === 'invalid_type') {
         const got = this.valueAt(path);
         const kind = Array.isArray(got) ? 'a list' : got === null ? 'nothing' : typeof got === 'object' ? 'a map' : JSON.stringify(got);
-        this.add(path, `expected ${describeExpected(issue.expected)}, got ${kind}`);
+        this.add(path, `expected ${describeExpected(issue.expected)}, got ${kind}`,
+          got === null && issue.expected === 'string' ? 'YAML reads null, NULL, ~ and a missing value as nothing: quote the text, e.g. "NULL"' : undefined);
+      } else if (issue.code === 'invalid_union') {
+        this.add(path, `expected ${UNION_WORDS[String(path[path.length - 1])] ?? 'another kind of value'}, got ${JSON.stringify(this.valueAt(path))}`);
       } else {
         this.add(path, issue.message);
       }
@@ -133,6 +136,13 @@ const MISSING_HINTS: Readonly<Record<string, string>> = {
   fields: 'list the request paths and their sources under `fields:`',
   version: 'start the file with `version: 1`',
   email: 'write `email: agent_email` (the column holding the agent e-mail)',
+};
+
+/** What a key that takes one of several shapes takes, in words. */
+const UNION_WORDS: Readonly<Record<string, string>> = {
+  key: 'a column (or a list of columns)',
+  zone: 'a time zone, or { column: …, default: … }',
+  required: 'true, false or first',
 };
 
 function describeExpected(expected: string): string {

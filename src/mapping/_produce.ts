@@ -3,16 +3,17 @@
  * docs/mapping.md, "Conversions"). Also the checks of a field's keys that need its source and the
  * request's type, reported as mistakes of the mapping file rather than as the same error per row.
  */
+import { buildLimit, buildMoney } from './_amounts.js';
 import {
   buildBoolean, buildDate, buildTimestamp, compileZone, convertDecimal, convertDigits, convertInteger, convertPhone, convertUsState, convertZip, FAIL, failure,
-  FORMAT_TOKENS, type Converter,
+  FormatError, FORMAT_TOKENS, type Converter,
 } from './_convert.js';
 import type { z } from 'zod';
 import { latestToday, pastDate } from '../partner/schemas.js';
 import type { FastText } from './_generate.js';
 import { OMIT, type FieldPlan, type Reader, type RowState } from './_plan.js';
 import type { MappingProblems, YamlPath } from './_problems.js';
-import type { ConversionType, FieldSpec } from './_schema.js';
+import type { ConversionType, FieldSpec, MappingFile } from './_schema.js';
 import { quoteValue } from './_text.js';
 
 /** What the compiler knows of the field whose steps are built. */
@@ -31,7 +32,12 @@ export interface ProduceContext {
   inGroup: boolean;
   /** A time zone read from a column (`zone: { column: tz }`), compiled by the caller. */
   zoneSource: Reader | undefined;
+  /** The mapping's `defaults:` (zone, pivot year, decimal mark). */
+  defaults: MappingDefaults;
 }
+
+/** The mapping's `defaults:` block: what a field takes when it does not say. */
+export type MappingDefaults = NonNullable<MappingFile['defaults']>;
 
 /** The source as far as the value steps care. */
 export interface ProducedSource {
@@ -46,25 +52,35 @@ const MAX_CACHED_ZONES = 64;
 /** Builds the field's `produce` (and its `fast` twin); undefined after reporting a mistake. */
 export function compileProduce(spec: FieldSpec, source: ProducedSource, ctx: ProduceContext): Pick<FieldPlan, 'produce' | 'fast'> | undefined {
   const { problems, at } = ctx;
-  const conversions = (['trim', 'case', 'map', 'on_miss', 'type', 'format', 'zone', 'true', 'false'] as const).filter((k) => spec[k] !== undefined);
+  const conversions = (['trim', 'empty', 'case', 'map', 'on_miss', 'type', 'format', 'zone', 'pivot_year', 'decimal_mark', 'true', 'false'] as const).filter((k) => spec[k] !== undefined);
   if ((source.isPass || source.isLiteral) && conversions.length > 0) {
     problems.add([...at, conversions[0] ?? 'type'], `${source.isPass ? 'pass' : 'literal'} takes no conversion (${conversions.join(', ')})`,
       source.isPass ? 'use path: to convert a single value' : 'write the literal exactly as it should be sent');
     return undefined;
   }
   const type: ConversionType | undefined = spec.type;
-  const fixedZone = typeof spec.zone === 'string' ? spec.zone : undefined;
+  const fixedZone = typeof spec.zone === 'string' ? spec.zone : ctx.defaults.zone;
   let convert: Converter | undefined;
   try {
-    convert = buildConverter(spec, fixedZone, ctx.targetSchema === pastDate);
+    convert = buildConverter(spec, fixedZone, ctx.targetSchema === pastDate, ctx.defaults);
   } catch (error) {
+    if (error instanceof FormatError) {
+      problems.add([...at, 'format'], error.message, error.hint);
+      return undefined;
+    }
     const isZone = /zone/.test((error as Error).message);
     problems.add([...at, isZone ? 'zone' : 'format'], (error as Error).message,
       isZone ? 'use UTC, an offset such as -05:00, or an IANA name such as America/New_York' : `tokens: ${FORMAT_TOKENS}; or iso, epoch, epoch_ms for timestamps`);
     return undefined;
   }
-  if ((spec.format !== undefined || spec.zone !== undefined) && type !== 'date' && type !== 'timestamp') {
-    problems.add([...at, spec.format !== undefined ? 'format' : 'zone'], '`format`/`zone` only apply to `type: date` or `type: timestamp`', 'add `type: date` (or timestamp)', true);
+  const dated = type === 'date' || type === 'timestamp';
+  const misplaced = (['format', 'zone', 'pivot_year'] as const).find((key) => spec[key] !== undefined && !dated);
+  if (misplaced !== undefined) {
+    problems.add([...at, misplaced], `\`${misplaced}\` only applies to \`type: date\` or \`type: timestamp\``, 'add `type: date` (or timestamp)', true);
+    return undefined;
+  }
+  if (spec.decimal_mark !== undefined && type !== 'money' && type !== 'limit' && spec.template === undefined) {
+    problems.add([...at, 'decimal_mark'], '`decimal_mark` only applies to `type: money`, `type: limit` or a template\'s `| money` and `| limit`', 'add `type: money`', true);
     return undefined;
   }
   if (type === 'date' && spec.format === undefined) {
@@ -103,8 +119,8 @@ export function compileProduce(spec: FieldSpec, source: ProducedSource, ctx: Pro
     return { produce, fast: undefined };
   }
   const zoneOf = ctx.zoneSource === undefined || typeof spec.zone !== 'object' ? undefined
-    : buildZoneOf(ctx.zoneSource, spec.zone.default, spec.format ?? 'iso');
-  return buildTextSteps(spec, type, convert, zoneOf);
+    : buildZoneOf(ctx.zoneSource, spec.zone.default ?? ctx.defaults.zone, spec.format ?? 'iso', spec.pivot_year ?? ctx.defaults.pivot_year);
+  return buildTextSteps(spec, type, convert, zoneOf, spec.empty ?? ctx.defaults.empty);
 }
 
 /**
@@ -117,17 +133,23 @@ function checkTargetType(spec: FieldSpec, source: ProducedSource, ctx: ProduceCo
   const type = spec.type;
   const mapValues = spec.map === undefined ? [] : Object.values(spec.map).filter((v) => v !== null);
   const mapGives = (t: string): boolean => mapValues.length > 0 && mapValues.every((v) => typeof v === t);
-  if (targetKind === 'number' && type !== 'integer' && type !== 'decimal' && !mapGives('number')) {
-    problems.add(at, `${targetLabel} is a number in the QuoteRequest`, 'add `type: integer` or `type: decimal`', true);
+  if ((targetKind === 'number' || targetKind === 'boolean') && type === 'limit') {
+    problems.add([...at, 'type'], `${targetLabel} is ${targetKind === 'number' ? 'a number' : 'true/false'} in the QuoteRequest: type limit gives text such as 100/300`,
+      targetKind === 'number' ? 'use `type: money` for an amount' : 'use `type: boolean`');
+    return false;
+  }
+  if (targetKind === 'number' && type !== 'integer' && type !== 'decimal' && type !== 'money' && !mapGives('number')) {
+    problems.add(at, `${targetLabel} is a number in the QuoteRequest`, 'add `type: integer`, `type: decimal` or `type: money`', true);
     return false;
   }
   if (targetKind === 'boolean' && type !== 'boolean' && !mapGives('boolean')) {
     problems.add(at, `${targetLabel} is true/false in the QuoteRequest`, 'add `type: boolean` (reads Y/N, yes/no, 1/0, true/false)', true);
     return false;
   }
-  if (targetKind === 'string' && (type === 'integer' || type === 'decimal' || type === 'boolean')) {
+  if (targetKind === 'string' && (type === 'integer' || type === 'decimal' || type === 'money' || type === 'boolean')) {
     problems.add([...at, 'type'], `${targetLabel} is text in the QuoteRequest: type ${type} would send a ${type === 'boolean' ? 'boolean' : 'number'}`,
-      type === 'boolean' ? 'remove `type:` or use a value table' : 'use `type: digits` for numeric text, or remove `type:`');
+      type === 'boolean' ? 'remove `type:` or use a value table'
+        : type === 'money' ? 'use `type: limit` for a limit in dollars, or a template such as "{column | money}"' : 'use `type: digits` for numeric text, or remove `type:`');
     return false;
   }
   if (targetKind === 'object' || targetKind === 'array') {
@@ -139,7 +161,7 @@ function checkTargetType(spec: FieldSpec, source: ProducedSource, ctx: ProduceCo
 }
 
 /** A timestamp converter per row, from the zone named in a column (compiled zones are cached). */
-function buildZoneOf(read: Reader, fallback: string | undefined, format: string): (record: Record<string, unknown>, item: unknown) => Converter | typeof FAIL {
+function buildZoneOf(read: Reader, fallback: string | undefined, format: string, pivot: number | undefined): (record: Record<string, unknown>, item: unknown) => Converter | typeof FAIL {
   const cache = new Map<string, Converter | typeof FAIL>();
   return (record, item) => {
     const raw = read(record, item);
@@ -154,7 +176,7 @@ function buildZoneOf(read: Reader, fallback: string | undefined, format: string)
     let convert = cache.get(zone);
     if (convert === undefined) {
       try {
-        convert = buildTimestamp(format, zone);
+        convert = buildTimestamp(format, zone, { pivot });
       } catch {
         convert = FAIL;
       }
@@ -171,8 +193,11 @@ function buildTextSteps(
   type: ConversionType | undefined,
   fixedConvert: Converter | undefined,
   zoneOf: ReturnType<typeof buildZoneOf> | undefined,
+  emptyWords: readonly string[] | undefined,
 ): Pick<FieldPlan, 'produce' | 'fast'> {
   const trim = spec.trim !== false;
+  // Texts the file writes for "no value" (N/A): an empty source, whatever their case.
+  const empties = emptyWords === undefined ? undefined : new Set(emptyWords.map((word) => word.trim().toLowerCase()));
   const upper = spec.case === 'upper';
   const lower = spec.case === 'lower';
   const hasDefault = spec.default !== undefined;
@@ -190,10 +215,10 @@ function buildTextSteps(
   }
   const toText = (value: number | boolean): string => String(value);
 
-  const whenEmpty = (row: RowState): unknown => {
+  const whenEmpty = (row: RowState, why = 'required value is missing'): unknown => {
     if (hasDefault) return fallback;
     if (required || (requiredFirst && row.first)) {
-      failure.message = 'required value is missing';
+      failure.message = why;
       return FAIL;
     }
     return OMIT;
@@ -220,6 +245,9 @@ function buildTextSteps(
           row.warnings.push({ path: row.currentPath, message: `${message}; left out`, columns: row.currentColumns, sourceKind: row.currentKind });
           return whenEmpty(row);
         }
+      } else if (mapped === null) {
+        // A code the table maps to null means "no value": as if the source were empty.
+        return whenEmpty(row, 'required, but the value table sends nothing for this code');
       } else {
         if (typeof mapped !== 'string') return mapped;
         text = mapped;
@@ -235,14 +263,16 @@ function buildTextSteps(
   // The same steps as `produce` below, for the generated code (which calls `produce` for the rest).
   // A zone read per row is not one of its steps: such a field always runs `produce`.
   const fast: FastText | undefined = zoneOf !== undefined ? undefined : {
-    trim, upper, lower, table, convert: fixedConvert,
+    trim, empties, upper, lower, table, convert: fixedConvert,
     empty: hasDefault ? 'default' : required || requiredFirst ? 'reference' : 'omit',
     fallback,
   };
   const produce: FieldPlan['produce'] = (raw, row, record, item) => {
+    // A template whose reference failed its pipe (`{x | digits}`): the reason is in `failure`.
+    if (raw === FAIL) return FAIL;
     if (typeof raw === 'string') {
       const text = trim ? raw.trim() : raw;
-      if (text === '') return whenEmpty(row);
+      if (text === '' || empties?.has(text.toLowerCase()) === true) return whenEmpty(row);
       return fromText(text, row, record, item);
     }
     if (raw === undefined || raw === null) return whenEmpty(row);
@@ -262,7 +292,9 @@ function buildTextSteps(
 }
 
 /** `pastDate`: the target holds a date that has happened (its schema is `pastDate`). */
-function buildConverter(spec: FieldSpec, zone: string | undefined, pastDate: boolean): Converter | undefined {
+function buildConverter(spec: FieldSpec, zone: string | undefined, pastDate: boolean, defaults: MappingDefaults): Converter | undefined {
+  const pivot = spec.pivot_year ?? defaults.pivot_year;
+  const mark = spec.decimal_mark ?? defaults.decimal_mark ?? '.';
   switch (spec.type) {
     case undefined:
     case 'string':
@@ -279,13 +311,17 @@ function buildConverter(spec: FieldSpec, zone: string | undefined, pastDate: boo
       return convertInteger;
     case 'decimal':
       return convertDecimal;
+    case 'money':
+      return buildMoney(mark);
+    case 'limit':
+      return buildLimit(mark);
     case 'boolean':
       return buildBoolean(spec.true, spec.false);
     case 'date':
-      return buildDate(spec.format ?? 'iso', pastDate ? latestToday : undefined);
+      return buildDate(spec.format ?? 'iso', { past: pastDate ? latestToday : undefined, pivot });
     case 'timestamp':
-      if (typeof spec.zone === 'object') compileZone(spec.zone.default);
+      if (typeof spec.zone === 'object') compileZone(spec.zone.default ?? defaults.zone);
       else compileZone(zone);
-      return buildTimestamp(spec.format ?? 'iso', zone);
+      return buildTimestamp(spec.format ?? 'iso', zone, { pivot });
   }
 }

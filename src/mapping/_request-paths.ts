@@ -156,3 +156,47 @@ export function listRequestLeaves(): readonly RequestLeaf[] {
 function isOptional(schema: z.ZodType): boolean {
   return (schema as unknown as ZodInternals)._zod.def.type === 'optional';
 }
+
+/** The members an object of the QuoteRequest must have (`application.drivers[0].name` → first_name, last_name). */
+export function requiredMembers(path: string): string[] {
+  let segments: PathSegment[];
+  try {
+    segments = parseRequestPath(path);
+  } catch {
+    return [];
+  }
+  const lookup = lookUpTarget(segments);
+  if (!lookup.ok || lookup.schema === undefined) return [];
+  const def = (lookup.schema as unknown as ZodInternals)._zod.def;
+  if (def.type !== 'object' || def.shape === undefined) return [];
+  return Object.entries(def.shape).filter(([, child]) => !isOptional(child)).map(([key]) => key);
+}
+
+/**
+ * Every object of the QuoteRequest that has members it must have when it is there, with them: what
+ * an optional object (an incident) needs once a mapping fills any of it. docs/mapping.md shows it
+ * (test/mapping/required-members-docs.test.ts keeps the two equal).
+ */
+export function listRequiredMembers(): { object: string; members: string[]; optional: boolean }[] {
+  const out: { object: string; members: string[]; optional: boolean }[] = [];
+  const walk = (schema: z.ZodType, path: string, optional: boolean): void => {
+    const def = (unwrap(schema) as unknown as ZodInternals)._zod.def;
+    if (def.type === 'array' && def.element !== undefined) {
+      walk(def.element, `${path}[]`, optional);
+      return;
+    }
+    if (def.type !== 'object' || def.shape === undefined) return;
+    const members = Object.entries(def.shape).filter(([, child]) => !isOptional(child)).map(([key]) => key);
+    if (members.length > 0 && path !== '') out.push({ object: path, members, optional });
+    for (const [key, child] of Object.entries(def.shape)) walk(child, path === '' ? key : `${path}.${key}`, optional || isOptional(child));
+  };
+  walk(QuoteRequest, '', false);
+  return out;
+}
+
+/** The table of {@link listRequiredMembers} as docs/mapping.md shows it. */
+export function renderRequiredMembersTable(): string {
+  const rows = listRequiredMembers().map(({ object, members, optional }) =>
+    `| \`${object}\` | ${optional ? 'no: when any of it is mapped' : 'yes'} | ${members.map((m) => `\`${m}\``).join(', ')} |`);
+  return ['| object | always sent | members it must have |', '|---|---|---|', ...rows, ''].join('\n');
+}

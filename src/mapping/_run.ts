@@ -11,7 +11,7 @@ import { generateFieldRunner, type FieldRunner } from './_generate.js';
 import {
   OMIT, prefixSources, startRow, type FieldPlan, type GroupPlan, type InstancePlan, type MappingPlan, type Rec, type RowState,
 } from './_plan.js';
-import type { PathSegment } from './_request-paths.js';
+import { requiredMembers, type PathSegment } from './_request-paths.js';
 import { quoteValue } from './_text.js';
 import { overlaps, traceColumns } from './_trace.js';
 import type { MappedRow, RowIssue } from './types.js';
@@ -54,8 +54,8 @@ export function mapRecord(plan: MappingPlan, record: Rec, rowNumber: number, ref
   for (const issue of schemaIssues) {
     // A value that failed conversion was left out: the schema's "missing" says it again.
     if (known.some((path) => overlaps(issue.path, path))) continue;
-    const { columns, kind } = traceColumns(plan.root, request, issue.path, row);
-    const rowIssue: RowIssue = { path: issue.path, message: issue.message, columns, sourceKind: kind };
+    const { message, columns, kind } = describeMissing(plan, request, issue.path, issue.message, row);
+    const rowIssue: RowIssue = { path: issue.path, message, columns, sourceKind: kind };
     if (issue.received !== undefined) {
       rowIssue.received = issue.received;
       // The file's own text, when a conversion changed it: the request's value is not in the file.
@@ -80,6 +80,29 @@ export function mapRecord(plan: MappingPlan, record: Rec, rowNumber: number, ref
     errors: row.errors,
     warnings: row.warnings,
   };
+}
+
+/**
+ * A schema issue with the sources to name. A missing object names the members it needs and their
+ * sources, not the optional members mapped below it (`name.middle_name`) that happened to be empty;
+ * a missing value no source is mapped to says so.
+ */
+function describeMissing(plan: MappingPlan, request: Rec, path: string, message: string, row: RowState):
+  { message: string; columns: readonly string[]; kind: 'column' | 'field' } {
+  const missing = /^required (\w+), got nothing$/.exec(message);
+  if (missing?.[1] === 'object') {
+    const members = requiredMembers(path);
+    if (members.length > 0) {
+      const traced = members.map((member) => traceColumns(plan.root, request, `${path}.${member}`, row));
+      const columns = [...new Set(traced.flatMap((t) => t.columns))];
+      const kind = traced.find((t) => t.columns.length > 0)?.kind ?? 'column';
+      const none = columns.length === 0 ? (members.length === 1 ? '; the mapping does not fill it' : '; the mapping fills none of them') : '';
+      return { message: `required object (it needs ${members.join(', ')}${none}), got nothing`, columns, kind };
+    }
+  }
+  const { columns, kind } = traceColumns(plan.root, request, path, row);
+  if (missing !== null && columns.length === 0) return { message: `required ${missing[1] ?? ''} (the mapping does not fill it), got nothing`, columns, kind };
+  return { message, columns, kind };
 }
 
 /** A value read beside the request (agent e-mail, row key source). */
@@ -159,7 +182,10 @@ function reportFailure(field: FieldPlan, raw: unknown, row: RowState, base: stri
     columns: prefixSources(field.sources, field.relative, srcPrefix),
     sourceKind: field.kind,
   };
-  if (raw !== undefined && raw !== null && typeof raw !== 'object' && (typeof raw !== 'string' || raw.trim() !== '')) issue.received = raw;
+  if (raw === FAIL) {
+    // A template's reference failed its pipe: the text that failed, not the template.
+    if (failure.received !== undefined) issue.received = failure.received;
+  } else if (raw !== undefined && raw !== null && typeof raw !== 'object' && (typeof raw !== 'string' || raw.trim() !== '')) issue.received = raw;
   row.errors.push(issue);
 }
 
@@ -202,7 +228,10 @@ function runGroup(group: GroupPlan, out: Rec, record: Rec, item: unknown, row: R
   const prefix = base === '' ? group.targetText : `${base}.${group.targetText}`;
   if (group.each === undefined) {
     for (const instance of group.instances) {
-      if (isEmpty(instance.readKey(record, item))) continue;
+      if (isEmpty(instance.readKey(record, item))) {
+        reportLeftOut(instance, record, item, row, prefix, srcPrefix);
+        continue;
+      }
       list ??= [];
       const element: Rec = {};
       row.elements.push({ element, instance, srcPrefix });
@@ -217,10 +246,13 @@ function runGroup(group: GroupPlan, out: Rec, record: Rec, item: unknown, row: R
       const sourceBase = group.each.relative && srcPrefix !== '' ? `${srcPrefix}.${group.each.text}` : group.each.text;
       for (let j = 0; j < source.length; j += 1) {
         const element = source[j] as unknown;
-        if (isEmpty(instance.readKey(record, element))) continue;
+        const elementPrefix = `${sourceBase}[${j}]`;
+        if (isEmpty(instance.readKey(record, element))) {
+          reportLeftOut(instance, record, element, row, prefix, elementPrefix);
+          continue;
+        }
         list ??= [];
         const built: Rec = {};
-        const elementPrefix = `${sourceBase}[${j}]`;
         row.elements.push({ element: built, instance, srcPrefix: elementPrefix });
         row.first = list.length === 0;
         runInstance(instance, built, record, element, row, `${prefix}[${list.length}]`, elementPrefix);
@@ -231,6 +263,23 @@ function runGroup(group: GroupPlan, out: Rec, record: Rec, item: unknown, row: R
     }
   }
   if (list !== undefined) setPath(out, group.target, list);
+}
+
+/**
+ * An element whose key is empty is left out; when other sources of it have values, those values are
+ * dropped with it, which the row says (a warning: the rest of the row is still sent).
+ */
+function reportLeftOut(instance: InstancePlan, record: Rec, item: unknown, row: RowState, prefix: string, srcPrefix: string): void {
+  const filled = instance.filledSources?.(record, item, srcPrefix);
+  if (filled === undefined || filled.length === 0) return;
+  const kind = instance.trace.find((t) => t.target === '#key')?.kind ?? 'column';
+  const keys = prefixSources(instance.keySources, kind === 'field', srcPrefix);
+  row.warnings.push({
+    path: prefix,
+    message: `left out: its key ${instance.keyText} is empty while other ${kind === 'field' ? 'fields' : 'columns'} of it have values`,
+    columns: [...new Set([...keys, ...filled])],
+    sourceKind: kind,
+  });
 }
 
 function isEmpty(value: unknown): boolean {

@@ -51,8 +51,12 @@ export function shortName(name: string): string {
 /** Quotes a value for a message: strings in double quotes, others as JSON, long ones cut. */
 export function quoteValue(value: unknown): string {
   let text: string;
-  if (typeof value === 'string') text = JSON.stringify(value);
-  else if (value === undefined) text = 'nothing';
+  if (typeof value === 'string') {
+    text = JSON.stringify(value);
+    // A long value is cut inside its quotes, so that the quote still closes (groups take quoted values out).
+    return text.length <= 80 ? text : `${JSON.stringify(Array.from(value).slice(0, 72).join('')).slice(0, -1)}…"`;
+  }
+  if (value === undefined) text = 'nothing';
   else {
     try {
       text = JSON.stringify(value) ?? String(value);

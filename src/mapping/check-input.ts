@@ -58,11 +58,12 @@ export interface CheckSummary {
   interrupted: boolean;
   durationMs: number;
   /**
-   * Invalid rows grouped by kind (src/error-groups.ts), one count per row, largest first: the
-   * groups the run summary and `report` show for the same rows.
+   * Invalid rows grouped by kind (src/error-groups.ts), largest first: a row is counted under each
+   * of its problems, once per kind, so a group's count is the rows it affects. The same groups the
+   * run summary and `report` show for the same rows.
    */
   errorGroups: ErrorGroup[];
-  /** Warnings grouped the same way, one count per warning. */
+  /** Warnings grouped the same way: rows affected per kind. */
   warningGroups: ErrorGroup[];
   /** The first rows with a repeated key (see {@link CheckOptions.keepDuplicates}). */
   repeatedKeys: RepeatedKey[];

@@ -63,7 +63,11 @@ function parseMappingFile(text: string, fileName: string): { spec: MappingFile; 
   for (const error of doc.errors) {
     const pos = error.linePos?.[0] ?? { line: 1, col: 1 };
     const message = (error.message.split('\n')[0] ?? error.message).replace(/ at line \d+, column \d+:?$/, '');
-    const hint = error.code === 'DUPLICATE_KEY' ? 'each request path is mapped once: remove or rename one of them' : 'check the indentation and quoting on that line';
+    const lineText = text.split('\n')[pos.line - 1] ?? '';
+    const hint = error.code === 'DUPLICATE_KEY' ? 'each request path is mapped once: remove or rename one of them'
+      // `key: [drv{n}_first, …]`: inside [ ] or { } YAML reads the braces of {n} as a map.
+      : /[[{][^"']*\w\{[a-z]\w*\}/.test(lineText) ? 'quote a value that holds {n} inside [ ] or { }, e.g. ["driver{n}_first", "driver{n}_last"]'
+        : 'check the indentation and quoting on that line';
     problems.addAt(pos.line, pos.col, `YAML: ${message}`, hint);
   }
   problems.throwIfAny();

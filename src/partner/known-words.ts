@@ -19,7 +19,7 @@ const w = (word: string, ...codes: string[]): KnownWord => ({ word, codes });
 /** Known words per request path (`[]` stands for any element of a list). */
 export const KNOWN_WORDS: Readonly<Record<string, readonly KnownWord[]>> = {
   'channel.integration_type': [w('direct'), w('leadcloud'), w('beacon')],
-  'application.drivers[].gender': [w('male', 'M', 'man'), w('female', 'F', 'woman'), w('non_binary', 'NB', 'nonbinary'), w('unknown', 'U')],
+  'application.drivers[].gender': [w('male', 'M', 'man'), w('female', 'F', 'woman'), w('non_binary', 'NB', 'X', 'nonbinary'), w('unknown', 'U')],
   'application.drivers[].marital_status': [
     w('single', 'S', 'never married'), w('married', 'M'), w('divorced', 'D'), w('widowed', 'W', 'widow', 'widower'),
     w('separated', 'SEP'), w('domestic_partner', 'P', 'DP', 'partner', 'domestic partner'),
@@ -34,7 +34,7 @@ export const KNOWN_WORDS: Readonly<Record<string, readonly KnownWord[]>> = {
     w('master', 'MA', 'MS', 'MBA', 'masters'), w('doctorate', 'DR', 'doctoral', 'JD', 'MD'), w('phd'), w('other', 'O', 'OTH'),
   ],
   'application.drivers[].residence.type': [
-    w('own_home', 'OWN', 'H', 'home', 'house', 'homeowner', 'own home'), w('own_condo', 'CONDO', 'CO', 'own condo'),
+    w('own_home', 'OWN', 'H', 'home', 'house', 'homeowner', 'owner', 'own home'), w('own_condo', 'CONDO', 'CO', 'own condo', 'condo owner'),
     w('own_mobile_home', 'MOBILE', 'MH', 'mobile home'), w('rent', 'R', 'RENT', 'renter', 'renting', 'APT', 'apartment'),
     w('live_with_parents', 'PARENTS', 'LWP', 'with parents'), w('other', 'O', 'OTH'),
   ],

@@ -213,7 +213,7 @@ export const Application = z
       ctx.addIssue({
         code: 'custom',
         path: ['coverage', 'vehicle_coverage'],
-        message: `expected one entry per vehicle (${app.vehicles.length}), got ${perVehicle.length}`,
+        message: `expected one entry per vehicle, got ${perVehicle.length} for ${app.vehicles.length} vehicles`,
         input: perVehicle,
       });
     }

@@ -1,7 +1,9 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { runCli } from '../helpers/cli.js';
+import { REPO_ROOT, runCli } from '../helpers/cli.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 const SECOND = 'test/fixtures/mapping/second-partner.csv';
@@ -17,7 +19,7 @@ describe('quote-batch init', () => {
     const init = await runCli(['init', input]);
     expect(init.stderr).toBe('');
     expect(init.code).toBe(0);
-    expect(init.stdout).toMatch(/^# Draft mapping for /);
+    expect(init.stdout).toMatch(/^# yaml-language-server: \$schema=\S+\n# Draft mapping for /);
     const draft = tmp.path('draft.yaml');
     writeFileSync(draft, init.stdout);
     const check = await runCli(['check', input, '--mapping', draft]);
@@ -28,12 +30,13 @@ describe('quote-batch init', () => {
 
   it('finds the second layout\'s `;`, groups and formats', async () => {
     const init = await runCli(['init', SECOND]);
-    const content = parse(init.stdout) as { input: unknown; groups: { target: string; count: number; key: string; groups?: { key: string }[] }[] };
+    const content = parse(init.stdout) as { input: unknown; groups: { target: string; count: number; key: string | string[]; groups?: { key: string }[] }[] };
     expect(content.input).toEqual({ delimiter: ';' });
+    // A driver exists when either name is there; a vehicle (and its coverage) when its VIN is.
     expect(content.groups.map((g) => [g.target, g.count, g.key])).toEqual([
-      ['application.drivers', 3, 'D{n}_FName'],
-      ['application.vehicles', 2, 'V{n}_VIN'],
-      ['application.coverage.vehicle_coverage', 2, 'V{n}_VIN'],
+      ['application.drivers', 3, ['D{n}_FName', 'D{n}_LName']],
+      ['application.vehicles', 2, 'V{v}_VIN'],
+      ['application.coverage.vehicle_coverage', 2, 'V{v}_VIN'],
     ]);
     expect(content.groups[0]?.groups?.[0]?.key).toBe('D{n}_Inc{m}_Type');
     expect(init.stdout).toContain('compliance.consent_timestamp: { column: Submitted, type: timestamp, format: MM/DD/YYYY hh:mm A, zone: UTC }');
@@ -69,7 +72,7 @@ describe('quote-batch init', () => {
     const first = await runCli(['init', SECOND, '--out', out]);
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/^wrote .*partner\.yaml: 104 of 106 columns placed, from 30 rows\nnot placed: Lead_Score, Notes\n/);
-    expect(readFileSync(out, 'utf8')).toMatch(/^# Draft mapping for /);
+    expect(readFileSync(out, 'utf8')).toMatch(/^# yaml-language-server: \$schema=\S+\n# Draft mapping for /);
 
     writeFileSync(out, 'mine\n');
     const again = await runCli(['init', SECOND, '--out', out]);
@@ -79,7 +82,7 @@ describe('quote-batch init', () => {
 
     const forced = await runCli(['init', SECOND, '--out', out, '--force']);
     expect(forced.code).toBe(0);
-    expect(readFileSync(out, 'utf8')).toMatch(/^# Draft mapping for /);
+    expect(readFileSync(out, 'utf8')).toMatch(/^# yaml-language-server: \$schema=\S+\n# Draft mapping for /);
   });
 
   it('columns named with { or } are never placed (a mapping would read them as indexes), and say why', async () => {
@@ -118,4 +121,40 @@ describe('quote-batch init', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/^error: .*leads\.xlsx/);
   });
+
+  it('a draft names the shipped JSON Schema for its editor, relative to where it is written, and the schema accepts it', async () => {
+    const out = tmp.path('deep/down/partner.yaml');
+    mkdirSync(dirname(out), { recursive: true });
+    expect((await runCli(['init', 'test/fixtures/mapping/layouts/title-case.tsv', '--out', out])).code).toBe(0);
+    const text = readFileSync(out, 'utf8');
+    const ref = /^# yaml-language-server: \$schema=(\S+)\n/.exec(text)?.[1];
+    expect(ref).toMatch(/^\.\.?\/.*schema\/mapping\.schema\.json$/);
+    expect(realpathSync(resolve(dirname(out), ref ?? ''))).toBe(realpathSync(join(REPO_ROOT, 'schema', 'mapping.schema.json')));
+    const ajv = new Ajv2020();
+    ajv.addVocabulary(['errorMessage', 'patternErrorMessage']);
+    const validate = ajv.compile(JSON.parse(readFileSync(join(REPO_ROOT, 'schema', 'mapping.schema.json'), 'utf8')) as object);
+    expect(validate(parse(text)), JSON.stringify(validate.errors)).toBe(true);
+  });
 });
+
+describe('init → check in one sitting, on the three vendor layouts init is measured on', () => {
+  const tmp = useTempDir('quote-batch-init-check-');
+
+  it.each([
+    ['numbered-pipe.csv', 0, []],
+    ['title-case.tsv', 1, ['application.drivers[].name.first_name: required string (columns Driver 2 First Name, Driver 3 First Name, Driver 4 First Name)']],
+    ['nested-vendor.ndjson', 0, []],
+  ] as const)('%s: the first check of the draft lists every kind of problem its rows have', async (file, code, kinds) => {
+    const input = `test/fixtures/mapping/layouts/${file}`;
+    const out = tmp.path('draft.yaml');
+    expect((await runCli(['init', input, '--out', out])).code).toBe(0);
+    const check = await runCli(['check', input, '--mapping', out, '--json']);
+    expect(check.stderr).toBe('');
+    expect(check.code).toBe(code);
+    const summary = JSON.parse(check.stdout) as { errorGroups: { subject: string; columns: string[] }[]; placeholders: string[] };
+    expect(summary.errorGroups.map((g) => `${g.subject} (columns ${g.columns.join(', ')})`)).toEqual(kinds);
+    // What is left to decide is said, not hidden: the channel id.
+    expect(summary.placeholders).toEqual(['channel.channel_id']);
+  });
+});
+

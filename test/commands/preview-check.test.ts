@@ -68,7 +68,7 @@ describe('quote-batch check', () => {
     expect(result.stdout).toMatch(/valid\s+191/);
     expect(result.stdout).toMatch(/invalid\s+9 \(1 unreadable\)/);
     expect(result.stdout).toMatch(/repeated\s+2 valid rows repeat an earlier row's key/);
-    const kinds = result.stdout.slice(result.stdout.indexOf('invalid rows by kind:'), result.stdout.indexOf('\n\n', result.stdout.indexOf('invalid rows by kind:')));
+    const kinds = result.stdout.slice(result.stdout.indexOf('invalid rows by kind'), result.stdout.indexOf('\n\n', result.stdout.indexOf('invalid rows by kind')));
     const groupLines = kinds.split('\n').filter((line) => / × /.test(line));
     expect(groupLines).toHaveLength(9);
     for (const line of groupLines) expect(line).not.toMatch(/\brow \d+|\brows? \d/);

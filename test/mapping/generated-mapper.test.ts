@@ -112,6 +112,40 @@ groups:
     fc.assert(fc.property(recordOf(columns), fc.nat(1000), (record, n) => expectSameRow(both, record, n + 1)), { numRuns: 1000 });
   });
 
+  it('agrees with the reference on the vendor constructs: empty words, codes that send nothing, money, limits, month names, pipes, several key columns', () => {
+    const both = compileBoth(`version: 1
+defaults: { empty: ["N/A"], zone: America/Chicago }
+fields:
+  channel.channel_id: { literal: acme }
+  application.drivers[0].gender: { column: d, map: { M: male, F: female, X: null } }
+  application.drivers[0].education: { column: e, map: { HS: high_school, "?": null }, required: true }
+  application.drivers[0].marital_status: { column: e, map: { S: single, U: null }, default: single, empty: ["-"] }
+  pricing.lead_price: { column: h, type: money }
+  pricing.bid_price: { column: g, type: money, decimal_mark: "," }
+  application.coverage.policy_coverage.bi: { column: b, type: limit }
+  application.coverage.policy_coverage.med: { template: "{h | digits}_per_person" }
+  tracking.campaign_name: { template: "{a | upper} {g | limit}" }
+  application.effective_date: { column: c, type: date, format: DD-MMM-YY, pivot_year: 1940 }
+  compliance.consent_timestamp: { column: c, type: timestamp, format: "MMM D, YYYY h:mm A" }
+groups:
+  - target: application.drivers
+    index: n
+    count: 2
+    start: 2
+    key: ["d{n}", "e{n}"]
+    fields:
+      name.first_name: d{n}
+      name.last_name: { column: "e{n}", empty: [N/A, "?"] }
+      dob: { column: c, type: date, format: DD-MMM-YYYY }
+`);
+    const columns = both.generated.sourceColumns;
+    const vendorValue = fc.oneof(cellValue, fc.constantFrom('N/A', 'n/a', '-', '?', 'X', 'U', '$1,234.50', '1.234,50 €', '100,000/300,000', '$25,000',
+      '05-Mar-88', '05-Mar-1988', 'mar 5, 2026 1:05 pm', 'Sep 30, 2026 12:00 AM'));
+    const record = fc.array(fc.option(vendorValue, { freq: 8, nil: undefined }), { minLength: columns.length, maxLength: columns.length })
+      .map((values) => Object.fromEntries(columns.flatMap((column, i) => (values[i] === undefined ? [] : [[column, values[i]]]))));
+    fc.assert(fc.property(record, fc.nat(1000), (r, n) => expectSameRow(both, r, n + 1)), { numRuns: 1000 });
+  });
+
   it('agrees with the reference on NDJSON records (paths, each groups, pass-through)', () => {
     const both = compileBoth(readFileSync(join(ROOT, 'mappings', 'example-ndjson.yaml'), 'utf8'));
     const lines = readFileSync(join(ROOT, 'samples', 'leads.ndjson'), 'utf8').split('\n').filter((line) => line.startsWith('{'));

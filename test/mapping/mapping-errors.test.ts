@@ -22,7 +22,7 @@ const CASES: [name: string, line: number, message: RegExp, hint: RegExp][] = [
   ['bad-unknown-key', 3, /unknown key "colum"/, /did you mean "column"/],
   ['bad-unknown-transform', 3, /unknown key "uppercase"/, /case: upper/],
   ['bad-unknown-type', 3, /"datee" is not allowed/, /did you mean "date"/],
-  ['bad-bad-date-format', 3, /unknown token "Q" in format "MM\/QQ\/YYYY"/, /YYYY, YY, MM/],
+  ['bad-bad-date-format', 3, /unknown token "QQ" in format "MM\/QQ\/YYYY"/, /YYYY, YY, MM/],
   ['bad-date-without-format', 3, /a date needs its source format/, /format: MM\/DD\/YYYY/],
   ['bad-bad-time-zone', 3, /unknown time zone "Mars\/Olympus"/, /America\/New_York/],
   ['bad-unknown-target-path', 4, /not a QuoteRequest path: tracking has no member "clik_id"/, /did you mean "click_id"/],

@@ -135,4 +135,48 @@ describe('ErrorGroups', () => {
     // Rows 1–3 made the three kinds; rows 4–10 fell past the cap.
     expect(other.map((g) => [g.state, g.count, g.rows])).toEqual([['failed', 4, [4, 6]], ['rejected', 3, [5, 7]]]);
   });
+
+  it('counts a row under each of its problems, once per kind: the groups say how many rows each problem affects', () => {
+    const groups = new ErrorGroups({ samples: 5 });
+    const issues = (row: number): string => [
+      `row ${row}: application.drivers[0].dob: expected a date as DD-MMM-YYYY, got "1988-03-05" (column D1 DOB)`,
+      `row ${row}: application.drivers[1].dob: expected a date as DD-MMM-YYYY, got "x" (column D2 DOB)`,
+      `row ${row}: application.vehicles[0].vin: expected a 17-character VIN, got "123" (column V1 VIN)`,
+      `row ${row}: tracking.consumer_source_ip: expected an IPv4 or IPv6 address, got "n/a" (column IP)`,
+    ].join('; ');
+    groups.add({ state: 'invalid', errorCode: 'mapping_error', message: issues(1) }, 1);
+    groups.add({ state: 'invalid', errorCode: 'mapping_error', message: issues(2) }, 2);
+    groups.add({ state: 'invalid', errorCode: 'mapping_error', message: 'row 3: application.vehicles[0].vin: expected a 17-character VIN, got "9" (column V1 VIN)' }, 3);
+    expect(groups.top().map((g) => [g.count, g.rows, describeErrorKind(g)])).toEqual([
+      [3, [1, 2, 3], 'invalid · mapping_error · application.vehicles[].vin: expected a 17-character VIN (column V1 VIN)'],
+      // Two drivers' dates in one row: one row of that kind, both columns named.
+      [2, [1, 2], 'invalid · mapping_error · application.drivers[].dob: expected a date as DD-MMM-YYYY (columns D1 DOB, D2 DOB)'],
+      [2, [1, 2], 'invalid · mapping_error · tracking.consumer_source_ip: expected an IPv4 or IPv6 address (column IP)'],
+    ]);
+  });
+
+  it('a row added twice to a group (two warnings of one kind) is one row, sampled once', () => {
+    const groups = new ErrorGroups({ samples: 5 });
+    for (const [row, n] of [[1, 1], [2, 1], [2, 2], [8, 1]] as const) {
+      groups.add({ state: 'warning', errorCode: null, message: `row ${row}: application.drivers[${n}].gender: unknown value "x" (known: male, female) (column D${n} Sex)` }, row);
+    }
+    expect(groups.top().map((g) => [g.count, g.rows, g.columns])).toEqual([[3, [1, 2, 8], ['D1 Sex', 'D2 Sex']]]);
+  });
+
+  it('never puts a value into a group: the file\'s text after the columns, a long value cut inside its quotes', () => {
+    const phone = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 4: application.drivers[0].contact_info.phone: expected 10 digits, got "55501" (column Phone, "555-01" in the file)' });
+    expect(describeErrorKind(phone)).toBe('invalid · mapping_error · application.drivers[].contact_info.phone: expected 10 digits (column Phone)');
+    const odd = errorKindOf({ state: 'invalid', errorCode: 'mapping_error', message: 'row 4: application.drivers[0].contact_info.phone: expected 10 digits, got "55501" (column Phone, "(555) 01" in the file)' });
+    expect(describeErrorKind(odd)).toBe('invalid · mapping_error · application.drivers[].contact_info.phone: expected 10 digits (column Phone)');
+    const long = `${'x'.repeat(71)}…`;
+    const table = errorKindOf({ state: 'warning', errorCode: null, message: `row 4: application.drivers[0].gender: "${long}" is not in the value table (knows M, F); sent as is (column Sex)` });
+    expect(describeErrorKind(table)).toBe('warning · application.drivers[].gender: "…" is not in the value table (knows M, F); sent as is (column Sex)');
+  });
+
+  it('a last issue the ledger cut short is left out of the kinds', () => {
+    const groups = new ErrorGroups();
+    groups.add({ state: 'invalid', errorCode: 'mapping_error', message: 'row 5: tracking.click_id: required string, got nothing (column click); row 5: application.vehicles[0].vin: expected a 17-charac…' }, 5);
+    expect(groups.top().map((g) => g.subject)).toEqual(['tracking.click_id: required string']);
+  });
 });
+

@@ -1,3 +1,5 @@
+import { matchName } from './names.js';
+
 /**
  * Numbered groups found in column names: `driver2_dob`, `D2_DOB`, `Driver 2 DOB`, `dob_2`, and
  * nested ones such as `D1_Inc2_Code`. Pure: a header in, groups and the remaining columns out.
@@ -102,12 +104,17 @@ function detectLevel(items: readonly Item[], level: number): { groups: ColumnGro
   return { groups, rest };
 }
 
-/** `first_name_1`, `dob_1`, `first_name_2`…: the number at the end, after a separator. */
+/**
+ * `first_name_1`, `dob_1`, `first_name_2`… or `firstName1`, `vin2`: the number at the end, after a
+ * separator or straight after a letter. Names numbered without a separator make a group only when
+ * three or more of them repeat (`address1`, `address2` alone are two lines of one address). The
+ * fields that name a vehicle's make a group of their own: drivers and vehicles are numbered alike.
+ */
 function detectSuffixGroups(items: readonly Item[]): { groups: ColumnGroup[]; rest: Item[] } {
   const bySeparator = new Map<string, { item: Item; residual: string; number: number }[]>();
   const rest: Item[] = [];
   for (const item of items) {
-    const m = item.name.length > MAX_NAME ? null : /^(.*[A-Za-z])([\s_.-])(\d+)$/s.exec(item.name);
+    const m = item.name.length > MAX_NAME ? null : /^(.*[A-Za-z])([\s_.-]?)(\d+)$/s.exec(item.name);
     if (m === null || !INDEX.test(m[3] ?? '')) {
       rest.push(item);
       continue;
@@ -121,18 +128,29 @@ function detectSuffixGroups(items: readonly Item[]): { groups: ColumnGroup[]; re
     const numbersOf = new Map<string, Set<number>>();
     for (const m of members) numbersOf.set(m.residual, (numbersOf.get(m.residual) ?? new Set()).add(m.number));
     const repeated = [...numbersOf].filter(([, numbers]) => numbers.size >= 2).map(([residual]) => residual);
-    if (repeated.length < 2) {
+    if (repeated.length < (separator === '' ? 3 : 2)) {
       rest.push(...members.map((m) => m.item));
       continue;
     }
-    const inGroup = members.filter((m) => repeated.includes(m.residual));
     rest.push(...members.filter((m) => !repeated.includes(m.residual)).map((m) => m.item));
-    const numbers = [...new Set(inGroup.map((m) => m.number))].sort((a, b) => a - b);
-    const fields = collectFields(inGroup.map((m) => ({ column: m.item.column, head: '', name: `${m.residual}${separator}${mark(0)}`, numbers: [m.number] })));
-    for (const field of fields) field.residual = stripSeparators(replaceMarks(field.template, () => ''));
-    groups.push({ stem: separator, numbers, fields, groups: [] });
+    const vehicles = new Set(repeated.filter(namesVehicle));
+    for (const [stem, part] of [[separator, repeated.filter((r) => !vehicles.has(r))], [`vehicle${separator}`, [...vehicles]]] as const) {
+      if (part.length === 0) continue;
+      const inGroup = members.filter((m) => part.includes(m.residual));
+      const numbers = [...new Set(inGroup.map((m) => m.number))].sort((a, b) => a - b);
+      const fields = collectFields(inGroup.map((m) => ({ column: m.item.column, head: '', name: `${m.residual}${separator}${mark(0)}`, numbers: [m.number] })));
+      for (const field of fields) field.residual = stripSeparators(replaceMarks(field.template, () => ''));
+      groups.push({ stem, numbers, fields, groups: [] });
+    }
   }
   return { groups, rest };
+}
+
+/** A field's name says it is a vehicle's (`vin`, `modelYear`), more than a driver's. */
+function namesVehicle(residual: string): boolean {
+  const vehicle = matchName(residual, ['vehicle', 'vehicle_coverage'])[0]?.confidence ?? 0;
+  const driver = matchName(residual, ['driver'])[0]?.confidence ?? 0;
+  return vehicle >= 0.6 && vehicle > driver;
 }
 
 function collectFields(items: readonly Item[]): GroupColumn[] {

@@ -4,16 +4,15 @@
  * each field matched to a request field by name (`names.ts`) and checked against its values
  * (`values.ts`), conversions and value tables chosen, the YAML written with comments (`render.ts`).
  */
-import { ENTITY_LISTS, matchName, type Entity, type Semantic, type Target } from './names.js';
-import { renderDraft, type DraftField, type DraftGroup, type DraftMapping } from './render.js';
-import type { SourceField, SourceGroup, SourceScope } from './sources.js';
+import { assign, chooseKey, targetPattern, type Misfit } from './assign.js';
+import { buildFieldSpec, findZoneField, SHAPE_WANTED, type SpecContext } from './field-spec.js';
 import { replaceMarks, stemEntity } from './groups.js';
+import { ENTITY_LISTS, matchName, type Entity, type Target } from './names.js';
+import { renderDraft, type DraftField, type DraftGroup, type DraftMapping } from './render.js';
+import { refText, type SourceField, type SourceGroup, type SourceScope } from './sources.js';
+import { guessShape } from './values.js';
 import { shortName } from '../_text.js';
-import { ZIP_CODE } from '../../partner/schemas.js';
-import { isUsStateName } from '../_us-states.js';
 import { DRAFT_PLACEHOLDER } from '../types.js';
-import { booleanSpec, wordsSpec } from './specs.js';
-import { guessShape, type ValueShape } from './values.js';
 
 export interface DraftInput {
   /** The input's name, for the draft's comments. */
@@ -27,6 +26,8 @@ export interface DraftInput {
   scope: SourceScope;
   /** The rows the sample was drawn from. */
   rows: number;
+  /** Where the draft's editor finds the mapping JSON Schema (`# yaml-language-server: $schema=…`); none when undefined. */
+  schemaRef?: string;
 }
 
 /** One source placed at a request path. */
@@ -45,16 +46,8 @@ export interface DraftResult {
   unplaced: string[];
 }
 
-/** Placements below this confidence are left to the user (listed as unplaced, with the guess). */
-const MIN_CONFIDENCE = 0.5;
+/** Index letters of numbered groups by depth; a vehicle group takes `v`. */
 const LETTERS = ['n', 'm', 'k'];
-
-interface Assigned {
-  field: SourceField;
-  target: Target;
-  confidence: number;
-  how: string;
-}
 
 /** Drafts a mapping (see the file's header). */
 export function draftMapping(input: DraftInput): DraftResult {
@@ -65,7 +58,11 @@ class Drafter {
   readonly placed: Placement[] = [];
   readonly unplaced: string[] = [];
   /** Unplaced sources whose name matched a request field, but whose sample values did not look like it. */
-  readonly misfits = new Map<string, Target>();
+  readonly misfits = new Map<string, Misfit>();
+  /** What every drafted field may need beside its own source (a time zone column). */
+  context: SpecContext = { zoneField: undefined };
+  /** A timestamp reads its zone from the zone column. */
+  zoneUsed = false;
   /** Columns of a numbered group missing for some of its numbers (in `unplaced` too). */
   readonly partial: string[] = [];
   /** Columns whose name has `{` or `}` (in `unplaced` too). */
@@ -74,9 +71,16 @@ class Drafter {
   constructor(readonly input: DraftInput) {}
 
   draft(sample: SourceScope): DraftResult {
-    const scope = this.withoutBraced(sample);
+    let scope = this.withoutBraced(sample);
+    // A column of time zones is not a request field: it gives the zone of timestamps written without one.
+    const zoneField = findZoneField(scope.fields);
+    if (zoneField !== undefined) {
+      this.context = { zoneField };
+      scope = { ...scope, fields: scope.fields.filter((f) => f !== zoneField) };
+    }
     const byEntity = classifyGroups(scope.groups);
     const draft: DraftMapping = {
+      schemaRef: this.input.schemaRef,
       comments: [],
       input: this.input.delimiter === undefined ? undefined : { delimiter: this.input.delimiter },
       rowKey: undefined,
@@ -109,8 +113,8 @@ class Drafter {
 
     const entities: Entity[] = ['lead', 'driver'];
     if (vehicle === undefined) entities.push('vehicle', 'vehicle_coverage');
-    const lead = assign(scope.fields, entities, (target) => !takenByGroups.has(`${target.entity}:${target.path}`));
-    for (const { field, target, confidence, how } of lead.assigned) {
+    const lead = assign(scope.fields, entities, (target) => !takenByGroups.has(`${target.entity}:${target.path}`), this.context);
+    for (const { field, target, confidence, how, refusal } of lead.assigned) {
       const source = sourceText(field);
       if (target.path === 'agent.email') {
         draft.agent = { spec: this.buildSpec(field, target, 'agent.email').spec, note: confidenceNote(confidence, how) };
@@ -118,13 +122,16 @@ class Drafter {
         continue;
       }
       const path = target.entity === 'lead' ? target.path : `${ENTITY_LISTS[target.entity as Exclude<Entity, 'lead'>]}[0].${target.path}`;
-      const pattern = patternOf(target, path);
-      const { spec, note } = this.buildSpec(field, target, pattern);
-      draft.fields.push({ target: path, spec, note: joinNotes(confidenceNote(confidence, how), note) });
+      const { spec, note } = this.buildSpec(field, target, targetPattern(target));
+      draft.fields.push({ target: path, spec, note: joinNotes(confidenceNote(confidence, how), note, refusal) });
       this.placed.push({ source, target: path, confidence });
     }
     this.unplaced.push(...lead.left.map((f) => sourceText(f)));
-    for (const [field, target] of lead.misfits) this.misfits.set(sourceText(field), target);
+    for (const [field, misfit] of lead.misfits) this.misfits.set(sourceText(field), misfit);
+    if (zoneField !== undefined) {
+      if (this.zoneUsed) this.placed.push({ source: sourceText(zoneField), target: 'zone', confidence: 0.9 });
+      else this.unplaced.push(sourceText(zoneField));
+    }
     if (draft.agent === undefined) this.findAgent(lead.left, draft);
     if (!draft.fields.some((f) => f.target === 'channel.channel_id')) {
       draft.fields.unshift({ target: 'channel.channel_id', spec: { literal: DRAFT_PLACEHOLDER }, note: 'decide: your channel id, assigned by the insurer' });
@@ -135,8 +142,12 @@ class Drafter {
     const unmatched = this.unplaced.filter((source) => !this.partial.includes(source) && !this.braced.includes(source));
     const misfits = unmatched.filter((source) => this.misfits.has(source));
     if (misfits.length > 0) {
-      const listed = misfits.map((source) => `${shortName(source)} (${SHAPE_WANTED[this.misfits.get(source)?.semantic ?? 'text'] ?? 'its kind of value'})`);
-      draft.footer.push(`Not placed (named like a request field, but the sample's values do not look like it): ${listed.join(', ')}`);
+      const listed = misfits.map((source) => {
+        const misfit = this.misfits.get(source);
+        const why = misfit?.reason ?? SHAPE_WANTED[misfit?.target.semantic ?? 'text'] ?? 'its kind of value';
+        return `${shortName(source)} (${misfit === undefined ? '' : `${misfit.target.path}: `}${why})`;
+      });
+      draft.footer.push(`Not placed (named like a request field, but the sample's values do not fit it): ${listed.join(', ')}`);
     }
     // Columns without a name (a spreadsheet's trailing `;;`) are counted, not listed as blanks.
     const named = unmatched.filter((source) => source !== '' && !this.misfits.has(source));
@@ -178,30 +189,33 @@ class Drafter {
   buildGroup(group: SourceGroup, entity: 'driver' | 'vehicle' | 'incident', depth: number, outerLetters: readonly string[]):
     { group: DraftGroup; coverage: DraftGroup | undefined; targets: string[] } | undefined {
     const entities: Entity[] = entity === 'vehicle' ? ['vehicle', 'vehicle_coverage'] : [entity];
-    const { assigned, left, misfits } = assign(group.scope.fields, entities, () => true);
+    const { assigned, left, misfits } = assign(group.scope.fields, entities, () => true, this.context);
     if (assigned.length === 0) {
       this.unplaced.push(...listGroupSources(group));
       return undefined;
     }
     this.unplaced.push(...left.map((f) => sourceText(f)), ...group.scope.partial);
-    for (const [field, target] of misfits) this.misfits.set(sourceText(field), target);
+    for (const [field, misfit] of misfits) this.misfits.set(sourceText(field), misfit);
     this.partial.push(...group.scope.partial);
     const listPath = ENTITY_LISTS[entity];
-    const key = refText(chooseKey(assigned, entity).field);
-    const base = (target: string): DraftGroup => {
-      const g: DraftGroup = { target, key, fields: [], groups: [] };
-      if (group.kind === 'numbered') g.numbered = { index: LETTERS[depth] ?? `i${depth}`, start: group.start, count: group.end - group.start + 1 };
+    const keys = chooseKey(assigned, entity).map((a) => refText(a.field));
+    const key = keys.length === 1 ? keys[0] as string : keys;
+    const letter = entity === 'vehicle' && depth === 0 ? 'v' : LETTERS[depth] ?? `i${depth}`;
+    const base = (target: string, groupKey: string | string[]): DraftGroup => {
+      const g: DraftGroup = { target, key: groupKey, fields: [], groups: [] };
+      if (group.kind === 'numbered') g.numbered = { index: letter, start: group.start, count: group.end - group.start + 1 };
       else g.each = group.stem;
       return g;
     };
-    const main = base(listPath);
-    const coverage = base(ENTITY_LISTS.vehicle_coverage);
+    const main = base(listPath, key);
+    // The coverage of a vehicle exists exactly when the vehicle does.
+    const coverage = base(ENTITY_LISTS.vehicle_coverage, key);
     const letters = [...outerLetters, main.numbered?.index ?? ''];
-    for (const { field, target, confidence, how } of assigned) {
-      const pattern = patternOf(target, target.path);
+    for (const { field, target, confidence, how, refusal } of assigned) {
+      const pattern = targetPattern(target);
       const { spec, note } = this.buildSpec(field, target, pattern);
       const into = target.entity === 'vehicle_coverage' ? coverage : main;
-      into.fields.push({ target: target.path, spec, note: joinNotes(confidenceNote(confidence, how), note) });
+      into.fields.push({ target: target.path, spec, note: joinNotes(confidenceNote(confidence, how), note, refusal) });
       this.placed.push({ source: sourceText(field), target: pattern, confidence });
     }
     if (entity === 'driver') {
@@ -223,66 +237,9 @@ class Drafter {
 
   /** The field's source and conversions for `target` (`pattern`: its request path with `[]`). */
   buildSpec(field: SourceField, target: Target, pattern: string): { spec: string | Record<string, unknown>; note: string | undefined } {
-    const ref = refText(field);
-    const source: Record<string, unknown> = 'path' in field.ref ? { path: ref } : { column: ref };
-    const shape = guessShape(field.values);
-    const texts = field.values.map((v) => v.trim()).filter((v) => v !== '');
-    const plain = (): string | Record<string, unknown> => ('column' in source && Object.keys(source).length === 1 ? ref : source);
-    const upperCased = (): { spec: string | Record<string, unknown>; note: undefined } =>
-      ({ spec: texts.every((v) => v === v.toUpperCase()) ? plain() : { ...source, case: 'upper' }, note: undefined });
-    switch (target.semantic) {
-      case 'date': {
-        // A date written with a time of day reads with the timestamp's format (epoch is timestamp-only;
-        // iso reads a date with its time of day and keeps the date as written).
-        const format = shape.type === 'date' ? shape.format
-          : shape.type === 'timestamp' && !['epoch', 'epoch_ms'].includes(shape.format) ? shape.format : undefined;
-        const note = format === undefined ? 'check: no date in the sample to read a format from'
-          : shape.type === 'timestamp' && format === 'iso' ? 'check: the sample holds times of day; the date as written is kept (1985-04-12T23:00:00Z gives 1985-04-12)'
-          : shape.type === 'date' && shape.ambiguous ? 'check: month or day first? the sample fits both'
-            : shape.type === 'date' && shape.outliers > 0 ? `check: ${shape.outliers} of the sample's values do not read as ${format}` : undefined;
-        return { spec: { ...source, type: 'date', format: format ?? 'MM/DD/YYYY' }, note };
-      }
-      case 'timestamp': {
-        if (shape.type !== 'timestamp' && shape.type !== 'date') return { spec: { ...source, type: 'timestamp', format: 'iso' }, note: 'check: no timestamp in the sample to read a format from' };
-        const withOffset = shape.type === 'timestamp' && (shape.hasOffset || shape.format.startsWith('epoch'));
-        const spec = { ...source, type: 'timestamp', format: shape.format, ...(withOffset ? {} : { zone: 'UTC' }) };
-        return { spec, note: withOffset ? undefined : 'decide: the time zone of these times (the file does not say; UTC is assumed)' };
-      }
-      case 'phone':
-        return { spec: { ...source, type: 'phone' }, note: undefined };
-      case 'zip':
-        // Only when the sample needs it: zeros a spreadsheet dropped (2134), numbers, ZIP+4 run together.
-        return { spec: texts.every((v) => ZIP_CODE.test(v)) && field.numbers !== true ? plain() : { ...source, type: 'zip' }, note: undefined };
-      case 'digits':
-        return { spec: { ...source, type: 'digits' }, note: undefined };
-      case 'integer':
-        return { spec: { ...source, type: 'integer' }, note: shape.type === 'decimal' ? 'check: the sample has decimals' : undefined };
-      case 'decimal':
-        return { spec: { ...source, type: 'decimal' }, note: undefined };
-      case 'boolean':
-        return booleanSpec(source, shape);
-      case 'state':
-        // Names ("Texas") where the request wants codes: type state reads both.
-        return texts.some(isUsStateName) ? { spec: { ...source, type: 'state' }, note: undefined } : upperCased();
-      case 'upper':
-        return upperCased();
-      case 'email':
-        return { spec: texts.every((v) => v === v.toLowerCase()) ? plain() : { ...source, case: 'lower' }, note: undefined };
-      case 'ded':
-      case 'per_person': {
-        const suffix = target.semantic === 'ded' ? '_ded' : '_per_person';
-        if (texts.length > 0 && texts.every((v) => v.endsWith(suffix))) return { spec: plain(), note: undefined };
-        return { spec: { template: `{${ref}}${suffix}` }, note: texts.every((v) => /^\d+$/.test(v)) ? undefined : `check: the partner wants <amount>${suffix}` };
-      }
-      case 'words':
-        return wordsSpec(source, plain, texts, pattern);
-      case 'text':
-        // JSON numbers (a ZIP written 78701) are no text: digits makes them text again.
-        if (field.numbers === true && texts.length > 0 && texts.every((v) => /^\d+$/.test(v))) {
-          return { spec: { ...source, type: 'digits' }, note: 'check: the file holds these as numbers, so a leading 0 (a ZIP such as 02134) is already lost' };
-        }
-        return { spec: plain(), note: undefined };
-    }
+    const built = buildFieldSpec(field, target, pattern, this.context);
+    if (this.context.zoneField !== undefined && typeof built.spec === 'object' && typeof built.spec.zone === 'object') this.zoneUsed = true;
+    return built;
   }
 
   /** An e-mail column nobody named as the agent's: the one whose values repeat most (agents serve many leads). */
@@ -337,82 +294,6 @@ function classifyGroups(groups: readonly SourceGroup[]): Map<'driver' | 'vehicle
   return out;
 }
 
-/** Each source to its best request field, best matches first, each field and target used once. */
-function assign(fields: readonly SourceField[], entities: Entity[], allowed: (target: Target) => boolean): { assigned: Assigned[]; left: SourceField[]; misfits: Map<SourceField, Target> } {
-  const candidates: Assigned[] = [];
-  // Fields whose name matched a request field well enough, but whose values did not look like it.
-  const misfits = new Map<SourceField, Target>();
-  for (const field of fields) {
-    const shape = guessShape(field.values);
-    for (const match of matchName(field.name, entities)) {
-      if (!allowed(match.target)) continue;
-      const confidence = match.confidence * fits(match.target.semantic, shape);
-      if (confidence >= MIN_CONFIDENCE) candidates.push({ field, target: match.target, confidence, how: match.how });
-      else if (match.confidence >= MIN_CONFIDENCE && !misfits.has(field)) misfits.set(field, match.target);
-    }
-  }
-  candidates.sort((a, b) => b.confidence - a.confidence);
-  const usedFields = new Set<SourceField>();
-  const usedTargets = new Set<Target>();
-  const assigned: Assigned[] = [];
-  for (const candidate of candidates) {
-    if (usedFields.has(candidate.field) || usedTargets.has(candidate.target)) continue;
-    usedFields.add(candidate.field);
-    usedTargets.add(candidate.target);
-    assigned.push(candidate);
-  }
-  // The file's order, which is the order a reader expects.
-  assigned.sort((a, b) => fields.indexOf(a.field) - fields.indexOf(b.field));
-  for (const field of usedFields) misfits.delete(field);
-  return { assigned, left: fields.filter((f) => !usedFields.has(f)), misfits };
-}
-
-/** What a field of a semantic wants, for the draft's "do not look like it" list. */
-const SHAPE_WANTED: Partial<Record<Semantic, string>> = {
-  date: 'a date: the values are in no one format', timestamp: 'a timestamp: the values are in no one format',
-  integer: 'a number', decimal: 'a number', boolean: 'yes or no', email: 'an e-mail address', phone: 'a phone number',
-};
-
-/** How well values of `shape` suit a field of `semantic`: 1 fits, lower when they do not look right. */
-function fits(semantic: Semantic, shape: ValueShape): number {
-  if (shape.type === 'empty') return 0.9;
-  switch (semantic) {
-    case 'date':
-      return shape.type === 'date' ? 1 : shape.type === 'timestamp' ? 0.8 : 0.3;
-    case 'timestamp':
-      return shape.type === 'timestamp' ? 1 : shape.type === 'date' ? 0.9 : 0.3;
-    case 'integer':
-    case 'decimal':
-      return shape.type === 'integer' || shape.type === 'decimal' ? 1 : 0.3;
-    case 'boolean':
-      return shape.type === 'boolean' ? 1 : 0.3;
-    case 'email':
-      return shape.type === 'email' ? 1 : 0.3;
-    case 'phone':
-      return shape.type === 'phone' || shape.type === 'integer' ? 1 : 0.6;
-    case 'text':
-    case 'words':
-    case 'state':
-    case 'zip':
-      return shape.type === 'date' || shape.type === 'timestamp' || shape.type === 'email' ? 0.5 : 1;
-    default:
-      return 1;
-  }
-}
-
-function chooseKey(assigned: readonly Assigned[], entity: 'driver' | 'vehicle' | 'incident'): Assigned {
-  const preferred: Record<typeof entity, string[]> = {
-    driver: ['name.first_name', 'name.last_name', 'dob'],
-    vehicle: ['vin', 'year', 'make'],
-    incident: ['code', 'incident_date'],
-  };
-  for (const path of preferred[entity]) {
-    const found = assigned.find((a) => a.target.path === path);
-    if (found !== undefined) return found;
-  }
-  return assigned[0] as Assigned;
-}
-
 function describeUniqueness(values: readonly string[]): string {
   const texts = values.map((v) => v.trim()).filter((v) => v !== '');
   const repeats = texts.length - new Set(texts).size;
@@ -430,18 +311,6 @@ function joinNotes(...notes: (string | undefined)[]): string | undefined {
   return present.length === 0 ? undefined : present.join('; ');
 }
 
-/** The request path pattern (`application.drivers[].dob`) of a target placed at `path`. */
-function patternOf(target: Target, path: string): string {
-  if (target.entity === 'lead') return target.path;
-  const list = target.entity === 'incident' ? `${ENTITY_LISTS.driver}[].${ENTITY_LISTS.incident}` : ENTITY_LISTS[target.entity];
-  return `${list}[].${path.replace(/^.*\[0\]\./, '')}`;
-}
-
-/** The column or path as the mapping writes it, with group marks left for {@link applyLetters}. */
-function refText(field: SourceField): string {
-  return 'column' in field.ref ? field.ref.column : field.ref.path;
-}
-
 /** For messages: a numbered group's column with `{n}` letters, a path as it is. */
 function sourceText(field: SourceField): string {
   return withLetters(refText(field), LETTERS);
@@ -455,7 +324,7 @@ function withLetters(text: string, letters: readonly string[]): string {
 function applyLetters(groups: DraftGroup[], letters: readonly string[]): void {
   const fix = (value: unknown): unknown => (typeof value === 'string' ? withLetters(value, letters) : value);
   for (const group of groups) {
-    group.key = withLetters(group.key, letters);
+    group.key = typeof group.key === 'string' ? withLetters(group.key, letters) : group.key.map((key) => withLetters(key, letters));
     for (const field of group.fields) {
       field.spec = typeof field.spec === 'string' ? withLetters(field.spec, letters)
         : Object.fromEntries(Object.entries(field.spec).map(([k, v]) => [k, k === 'column' || k === 'template' || k === 'path' ? fix(v) : v]));

@@ -17,12 +17,15 @@ export interface DraftGroup {
   target: string;
   numbered?: { index: string; start: number; count: number };
   each?: string;
-  key: string;
+  /** One key column, or several (the element exists when any has a value). */
+  key: string | string[];
   fields: DraftField[];
   groups: DraftGroup[];
 }
 
 export interface DraftMapping {
+  /** Where editors find the mapping JSON Schema: the draft's first line says so. */
+  schemaRef?: string | undefined;
   /** Comment lines at the top of the file. */
   comments: string[];
   input: { delimiter?: string } | undefined;
@@ -44,7 +47,9 @@ export function renderDraft(draft: DraftMapping): string {
   content.fields = Object.fromEntries(draft.fields.map((f) => [f.target, f.spec]));
   if (draft.groups.length > 0) content.groups = draft.groups.map(groupContent);
   const doc = new Document(content);
-  doc.commentBefore = draft.comments.join('\n');
+  // The YAML language server reads the schema from this first comment: a typo is underlined as it is typed.
+  const modeline = draft.schemaRef === undefined ? [] : [` yaml-language-server: $schema=${draft.schemaRef}`];
+  doc.commentBefore = [...modeline, ...draft.comments].join('\n');
   flowFieldObjects(doc.contents as Node);
   const top = doc.contents as YAMLMap;
   const inputNode = childMap(top, 'input');
@@ -79,6 +84,8 @@ function groupContent(group: DraftGroup): Record<string, unknown> {
 }
 
 function annotateGroup(node: YAMLMap, group: DraftGroup): void {
+  const key: unknown = node.get('key', true);
+  if (isSeq(key)) key.flow = true;
   annotateFields(childMap(node, 'fields'), group.fields);
   const nested = node.get('groups', true);
   if (isSeq(nested)) group.groups.forEach((g, i) => annotateGroup(nested.items[i] as YAMLMap, g));

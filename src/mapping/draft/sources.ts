@@ -17,6 +17,11 @@ export interface SourceField {
   numbers?: boolean;
 }
 
+/** The column or path as the mapping writes it (a numbered group's field keeps its group marks). */
+export function refText(field: SourceField): string {
+  return 'column' in field.ref ? field.ref.column : field.ref.path;
+}
+
 export interface SourceGroup {
   /** Numbered columns (CSV) or a list in the record (NDJSON). */
   kind: 'numbered' | 'each';

@@ -26,6 +26,11 @@ describe('numbered groups from column names', () => {
         stem: 'D', numbers: [1, 2], fields: ['FName=D{0}_FName'],
         groups: [{ stem: '_Inc', numbers: [1, 2], fields: ['Code=D{0}_Inc{1}_Code', 'Date=D{0}_Inc{1}_Date'], groups: [] }],
       }], []],
+    ['camelCase numbered at the end; the vehicle fields a group of their own', ['firstName1', 'lastName1', 'dateOfBirth1', 'firstName2', 'lastName2', 'dateOfBirth2', 'vin1', 'modelYear1', 'vin2', 'modelYear2', 'city'],
+      [
+        { stem: '', numbers: [1, 2], fields: ['firstName=firstName{0}', 'lastName=lastName{0}', 'dateOfBirth=dateOfBirth{0}'], groups: [] },
+        { stem: 'vehicle', numbers: [1, 2], fields: ['vin=vin{0}', 'modelYear=modelYear{0}'], groups: [] },
+      ], ['city']],
     ['one driver only, named as a driver', ['D1_FName', 'D1_DOB', 'lead_id'],
       [{ stem: 'D', numbers: [1], fields: ['FName=D{0}_FName', 'DOB=D{0}_DOB'], groups: [] }], ['lead_id']],
   ] as const)('%s', (_, header, groups, rest) => {
@@ -37,6 +42,7 @@ describe('numbered groups from column names', () => {
   it.each([
     ['numbered lines of one field', ['address_line_1', 'address_line_2', 'city']],
     ['a number inside a name', ['Addr1', 'Addr2', 'Zip5']],
+    ['two fields numbered without a separator', ['address1', 'address2', 'phone1', 'phone2']],
     ['one number of an unknown stem', ['Foo1_a', 'Foo1_b']],
     ['zero-padded numbers', ['D01_FName', 'D01_DOB', 'D02_FName', 'D02_DOB']],
   ])('not a group: %s', (_, header) => {

@@ -34,6 +34,18 @@ describe('column names → request fields', () => {
     ['Miles', ['vehicle', 'vehicle_coverage'], 'usage.annual_mileage'],
     ['Type', ['incident'], 'code'],
     ['AtFault', ['incident'], 'is_at_fault'],
+    // Short forms, and a warehouse's kind word at the end.
+    ['lic_st', ['driver'], 'driver_license.state'],
+    ['occ_cd', ['driver'], 'occupation.code'],
+    ['eff_dt', ['lead'], 'application.effective_date'],
+    ['LAST_NM', ['driver'], 'name.last_name'],
+    ['CITY_NM', ['driver'], 'address.city'],
+    ['TCPA_IND', ['lead'], 'compliance.tcpa_consent'],
+    ['BIRTH_DT', ['driver'], 'dob'],
+    // A vendor's own words.
+    ['name.given', ['driver'], 'name.first_name'],
+    ['name.family', ['driver'], 'name.last_name'],
+    ['residence.locality', ['driver'], 'address.city'],
   ] as const)('%s → %s', (name, entities, path) => {
     expect(matchName(name, entities)[0]?.target.path).toBe(path);
   });
@@ -46,6 +58,15 @@ describe('column names → request fields', () => {
     expect(matchName('Lead_Score', ALL).filter((m) => m.confidence >= 0.5).map((m) => m.target.path)).not.toContain('tracking.channel_lead_id');
     expect(matchName('Notes', ALL)).toEqual([]);
     expect(matchName('x'.repeat(10_000), ALL)).toEqual([]);
+  });
+
+  it('a field of a licence or of a prior policy is never read as the consumer\'s', () => {
+    const address = (name: string): number => matchName(name, ['driver']).find((m) => m.target.path === 'address.state')?.confidence ?? 0;
+    expect(matchName('licence.state', ['driver'])[0]?.target.path).toBe('driver_license.state');
+    expect(address('licence.state')).toBeLessThan(0.5);
+    expect(address('dl_state')).toBeLessThan(0.5);
+    expect(address('residence.region')).toBeGreaterThan(0.8);
+    expect(address('mailing_state')).toBeGreaterThan(0.6);
   });
 
   it('words of a name: camel case, separators and numbers', () => {
