@@ -9,7 +9,7 @@ import {
   checkSourcePositions, exportRows, exportSourceRows, openReportLedger, parseStates, refuseProtectedOut, resolveJobId, writeOutputAsync,
   type ExportFormat, type SourceInput,
 } from '../report/index.js';
-import { inputReadingOf, ledgerSql, type Ledger, type RowState } from '../ledger/index.js';
+import { closeLedger, inputReadingOf, ledgerSql, type AnyLedger, type RowState } from '../ledger/index.js';
 import { outputBytes, outputText } from '../io.js';
 import { jsonLogOption, ledgerPathOf, parseCount, type CommandContext, type RegisterCommand } from './context.js';
 
@@ -25,7 +25,7 @@ export const registerExport: RegisterCommand = (program, ctx) => {
   program
     .command('export')
     .description('the rows of a job with their outcome: one line each (csv, ndjson), or in the input\'s own layout (source), to hand back to the lead source')
-    .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
+    .option('--ledger <file>', 'the ledger: a SQLite file or postgres://… (default: ./quote-batch.db)')
     .option('--job <id>', 'the job to export (default: the latest; see `quote-batch jobs`)', parseCount('--job'))
     .option('--status <states>', 'only rows in these states, e.g. failed,in_doubt,rejected (default: every row)')
     .addOption(new Option('--format <format>', 'csv/ndjson: the outcome columns; source: the input\'s own rows with qb_state, qb_error_code, qb_error_message appended')
@@ -35,7 +35,7 @@ export const registerExport: RegisterCommand = (program, ctx) => {
     .action(async (flags: ExportFlags) => {
       const states = flags.status === undefined ? [] : parseStates(flags.status);
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
-      const ledger = openReportLedger(ledgerPath);
+      const ledger = await openReportLedger(ledgerPath);
       try {
         const jobId = await resolveJobId(ledgerSql(ledger), flags.job, ledgerPath);
         const outPath = flags.out === undefined ? undefined : resolve(ctx.io.cwd, flags.out);
@@ -47,13 +47,13 @@ export const registerExport: RegisterCommand = (program, ctx) => {
           event: 'exported', job_id: jobId, rows: count, format: flags.format, out: outPath,
         });
       } finally {
-        ledger.close();
+        await closeLedger(ledger);
       }
       ctx.setExitCode(0);
     });
 };
 
-function exportOutcomes(ctx: CommandContext, ledger: Ledger, options: Parameters<typeof exportRows>[1], outPath: string | undefined): Promise<number> {
+function exportOutcomes(ctx: CommandContext, ledger: AnyLedger, options: Parameters<typeof exportRows>[1], outPath: string | undefined): Promise<number> {
   const db = ledgerSql(ledger);
   if (outPath === undefined) return exportRows(db, options, outputText(ctx.io));
   return writeOutputAsync(outPath, (write) => exportRows(db, options, write));
@@ -61,7 +61,7 @@ function exportOutcomes(ctx: CommandContext, ledger: Ledger, options: Parameters
 
 async function exportSource(
   ctx: CommandContext,
-  ledger: Ledger,
+  ledger: AnyLedger,
   selection: { jobId: number; states: RowState[] },
   outPath: string | undefined,
 ): Promise<number> {
@@ -81,8 +81,8 @@ async function exportSource(
  * The job's input as the run read it: the same file (its SHA-256 as recorded), with the format
  * and delimiter its mapping gives. Refuses when the file is gone or changed, or the mapping unreadable.
  */
-async function readSourceInput(ledger: Ledger, jobId: number, cwd: string): Promise<SourceInput> {
-  const job = ledger.getJob(jobId);
+async function readSourceInput(ledger: AnyLedger, jobId: number, cwd: string): Promise<SourceInput> {
+  const job = await ledger.getJob(jobId);
   if (job === undefined) throw new QuoteBatchError('E_USAGE', `job ${jobId} is not in ledger ${ledger.path}`);
   // `run` records absolute paths; resolving keeps a hand-made relative one working too.
   const path = resolve(cwd, job.input_path);

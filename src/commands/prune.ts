@@ -1,5 +1,5 @@
 /** `quote-batch prune --older-than <duration> [--vacuum]`: drops old finished jobs from a ledger. */
-import { Ledger, pruneJobs, vacuumLedger, type PruneCandidate } from '../ledger/index.js';
+import { closeLedger, openLedger, pruneLedger, vacuumOf, type PruneCandidate } from '../ledger/index.js';
 import { jsonLogOption, ledgerPathOf, parseDurationFlag, type RegisterCommand } from './context.js';
 import { MAX_AGE_MS } from '../duration.js';
 
@@ -16,20 +16,20 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
   program
     .command('prune')
     .description('drop completed jobs older than a duration (their rows, attempts, runs, samples, resolutions); --vacuum returns the space')
-    .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
+    .option('--ledger <file>', 'the ledger: a SQLite file or postgres://… (default: ./quote-batch.db)')
     .requiredOption('--older-than <duration>', 'drop jobs with no activity for this long: 90s, 15m, 2h, 30d (a bare number is seconds)', parseDurationFlag('--older-than', 1, MAX_AGE_MS))
     .option('--include-unfinished', 'also drop unfinished jobs (their failed and in_doubt rows are lost)')
     .option('--vacuum', 'then rewrite the file to return the freed space (needs no other process on the ledger)')
     .option('--dry-run', 'only list the jobs that would be dropped')
     .addOption(jsonLogOption())
-    .action((flags: PruneFlags) => {
+    .action(async (flags: PruneFlags) => {
       const logger = ctx.createLogger();
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
-      const ledger = Ledger.open(ledgerPath, { mustExist: true });
+      const ledger = await openLedger(ledgerPath, { mustExist: true });
       const lines: string[] = [];
       try {
         const dryRun = flags.dryRun === true;
-        const result = pruneJobs(ledger, { olderThanMs: flags.olderThan, includeUnfinished: flags.includeUnfinished === true, dryRun });
+        const result = await pruneLedger(ledger, { olderThanMs: flags.olderThan, includeUnfinished: flags.includeUnfinished === true, dryRun });
         const n = result.dropped.length;
         const kind = `${flags.includeUnfinished === true ? '' : 'completed '}${n === 1 ? 'job' : 'jobs'}`;
         const rows = result.dropped.reduce((sum, job) => sum + job.rows, 0);
@@ -49,8 +49,10 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
           logger.warn(`job ${job.id} is in use by another process: left for the next prune`, { event: 'prune_skipped', job: job.id });
         }
         if (flags.vacuum === true && !dryRun) {
-          const vacuum = vacuumLedger(ledger);
-          if (vacuum.skippedForJobs.length > 0) {
+          const vacuum = vacuumOf(ledger);
+          if (vacuum === null) {
+            lines.push('vacuum: not needed on PostgreSQL (its autovacuum returns the space)');
+          } else if (vacuum.skippedForJobs.length > 0) {
             logger.warn(`vacuum skipped: job(s) ${vacuum.skippedForJobs.join(', ')} are in use by another process; run prune --vacuum when no run is active`, {
               event: 'vacuum_skipped', jobs: vacuum.skippedForJobs.join(','),
             });
@@ -65,7 +67,7 @@ export const registerPrune: RegisterCommand = (program, ctx) => {
           });
         }
       } finally {
-        ledger.close();
+        await closeLedger(ledger);
       }
       // Done: a reader that closes standard output no longer changes the outcome.
       ctx.setExitCode(0);

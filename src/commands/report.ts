@@ -4,7 +4,7 @@ import {
   buildReport, openReportLedger, readProblemRows, renderCsv, renderHtml, renderTable, resolveJobId,
   refuseProtectedOut, writeOutput, type ProblemRows, type Report,
 } from '../report/index.js';
-import { ledgerSql } from '../ledger/index.js';
+import { closeLedger, ledgerSql } from '../ledger/index.js';
 import { outputColumns } from '../io.js';
 import { jsonLogOption, ledgerPathOf, parseCount, type RegisterCommand } from './context.js';
 
@@ -21,14 +21,14 @@ export const registerReport: RegisterCommand = (program, ctx) => {
   program
     .command('report')
     .description('summarise a job of the ledger: outcomes, errors, agents, premiums, latency, runs')
-    .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
+    .option('--ledger <file>', 'the ledger: a SQLite file or postgres://… (default: ./quote-batch.db)')
     .option('--job <id>', 'the job to report on (default: the latest; see `quote-batch jobs`)', parseCount('--job'))
     .addOption(new Option('--format <format>', 'output format').choices(['table', 'json', 'csv', 'html']).default('table'))
     .option('--out <file>', 'write the report to this file instead of standard output')
     .addOption(jsonLogOption())
     .action(async (flags: ReportFlags) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
-      const ledger = openReportLedger(ledgerPath);
+      const ledger = await openReportLedger(ledgerPath);
       let text: string;
       let jobId: number;
       try {
@@ -40,7 +40,7 @@ export const registerReport: RegisterCommand = (program, ctx) => {
         const width = flags.out === undefined ? outputColumns(ctx.io) : undefined;
         text = await formatReport(report, flags.format, { width, ledger: ledgerPath, problems: () => readProblemRows(db, jobId) });
       } finally {
-        ledger.close();
+        await closeLedger(ledger);
       }
       if (flags.out === undefined) {
         ctx.io.out(text);

@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
-import { Ledger, ledgerSql, RESOLUTIONS, resolveInDoubt, type Resolution, type ResolveResult } from '../ledger/index.js';
+import { closeLedger, ledgerSql, openLedger, RESOLUTIONS, resolveRows, type Resolution, type ResolveResult } from '../ledger/index.js';
 import { commandFor, settleInDoubt } from '../advice.js';
 import { resolveChanges } from '../pipeline/row-state.js';
 import { resolveJobId } from '../report/index.js';
@@ -27,7 +27,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
   program
     .command('resolve')
     .description('settle rows left in_doubt once you know what the partner did: --as succeeded (it has them) or --as pending (send them next run)')
-    .option('--ledger <file>', 'the SQLite ledger (default: ./quote-batch.db)')
+    .option('--ledger <file>', 'the ledger: a SQLite file or postgres://… (default: ./quote-batch.db)')
     .option('--job <id>', 'the job (default: the latest; see `quote-batch jobs`)', parseCount('--job'))
     .option('--rows <list>', 'the rows to settle, e.g. 17,42,100-120 (row numbers as in `export --status in_doubt`)', parseRowList)
     .option('--all-in-doubt', 'settle every row of the job that is in_doubt')
@@ -41,10 +41,10 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
           hint: `list the rows in doubt with \`${commandFor('export', { ledger: ledgerPath, job: flags.job }, '--status in_doubt')}\``,
         });
       }
-      const ledger = Ledger.open(ledgerPath, { mustExist: true });
+      const ledger = await openLedger(ledgerPath, { mustExist: true });
       try {
         const jobId = await resolveJobId(ledgerSql(ledger), flags.job, ledgerPath);
-        const result = resolveInDoubt(ledger, { jobId, rows: flags.rows ?? 'all-in-doubt', changes: resolveChanges(flags.as), note: flags.note ?? null });
+        const result = await resolveRows(ledger, { jobId, rows: flags.rows ?? 'all-in-doubt', changes: resolveChanges(flags.as), note: flags.note ?? null });
         if (result.refused.length > 0) {
           const listed = result.refused.slice(0, 20).map((r) => `${r.row} (${r.state ?? 'no such row'})`).join(', ');
           const more = result.refused.length > 20 ? ` and ${result.refused.length - 20} more` : '';
@@ -83,7 +83,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         ctx.setExitCode(0);
         ctx.io.out(`${[...crashed, done, after, ...others].join('\n')}\n`);
       } finally {
-        ledger.close();
+        await closeLedger(ledger);
       }
     });
 };

@@ -4,11 +4,12 @@ import { setFlagsFromString } from 'node:v8';
 import { Option } from 'commander';
 import { DEFAULTS, helpOf, loadConfig, resolveConnection, resolveRunSettings, RUN_SETTINGS, type RunSettingName, type Setting } from '../config/index.js';
 import type { NetworkFlags } from '../config/network.js';
-import { Ledger } from '../ledger/index.js';
+import { closeLedger, displayTarget, isPgLedger, openLedger } from '../ledger/index.js';
 import { DRAFT_PLACEHOLDER, loadMapping } from '../mapping/index.js';
 import { QuoteBatchError } from '../errors.js';
 import { createProgressReporter } from '../pipeline/progress.js';
-import { checkInputHeader, runJob } from '../pipeline/run-job.js';
+import { checkInputHeader, runJob, type ProgressSnapshot, type RunJobOptions } from '../pipeline/run-job.js';
+import { runWorker } from '../pipeline/run-worker.js';
 import { formatSummary, nextStep } from '../pipeline/summary.js';
 import { commandFor, unreadableAnswersText } from '../advice.js';
 import { formatDuration } from '../duration.js';
@@ -122,8 +123,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
 
     // A missing column or unreadable input is a usage error before any ledger file is created.
     await checkInputHeader(inputPath, mapping);
-    ctx.noteLedger(ledgerPath);
-    const ledger = Ledger.open(ledgerPath);
+    ctx.noteLedger(displayTarget(ledgerPath));
+    const ledger = await openLedger(ledgerPath);
     const progress = createProgressReporter(
       io,
       logger,
@@ -141,10 +142,9 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     }, settings.maxRuntimeMs);
     runtime?.unref();
     try {
-      const result = await runJob({
+      const common = {
         inputPath,
         mapping,
-        ledger,
         environment: connection.environment,
         operation: settings.operation,
         partnerBaseUrl: connection.baseUrl,
@@ -180,12 +180,15 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         resendInDoubt: settings.resendInDoubt,
         resendSent: settings.resendSent,
         storeRequests: settings.storeRequests,
-        options: { ...settings, input, mapping: flags.mapping, environment: connection.environment, ledger: ledgerPath },
+        // The ledger as shown: a connection string's password is never stored.
+        options: { ...settings, input, mapping: flags.mapping, environment: connection.environment, ledger: ledger.path },
         stop: stop.signal,
         logger,
-        onProgress: (s) => progress.update(s),
+        onProgress: (s: ProgressSnapshot) => progress.update(s),
         progressIntervalMs: progress.intervalMs,
-      });
+      } satisfies Omit<RunJobOptions, 'ledger'>;
+      // On PostgreSQL this process is one worker of the job; on SQLite it is the job's one run.
+      const result = isPgLedger(ledger) ? await runWorker({ ...common, ledger, leaseMs: settings.leaseMs }) : await runJob({ ...common, ledger });
       progress.stop();
       const fields = {
         event: 'summary', job: result.job.id, run: result.runId, end: result.end, exit_code: result.exitCode,
@@ -213,7 +216,7 @@ export const registerRun: RegisterCommand = (program, ctx) => {
       if (runtime !== undefined) clearTimeout(runtime);
       ctx.stop.removeEventListener('abort', onStop);
       progress.stop();
-      ledger.close();
+      await closeLedger(ledger);
     }
   }
 };

@@ -2,14 +2,14 @@
 import { closeSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { QuoteBatchError } from '../errors.js';
-import { Ledger, readJobFiles, type SqlDb } from '../ledger/index.js';
+import { openLedger, readJobFiles, type AnyLedger, type SqlDb } from '../ledger/index.js';
 
 /**
  * Opens a ledger read-only (an analyst may read while a run writes; WAL lets both go on).
  * A missing or unreadable ledger is an `E_LEDGER` error with a hint.
  */
-export function openReportLedger(path: string): Ledger {
-  return Ledger.open(path, { readonly: true });
+export function openReportLedger(path: string): Promise<AnyLedger> {
+  return openLedger(path, { readonly: true });
 }
 
 /**

@@ -45,7 +45,8 @@ export function parsePgTarget(target: string): PgTarget {
     return out;
   };
   const shown = new URL(url.href);
-  if (shown.password !== '') shown.password = '***';
+  // Shown without its password: a command a hint prints runs as it is, with PGPASSWORD or ~/.pgpass.
+  shown.password = '';
   if (!SCHEMA_NAME.test(schema)) {
     throw new QuoteBatchError('E_CONFIG', `the ledger's schema name "${redact(schema)}" is not a plain lower-case SQL name`, { hint: 'use letters, digits and _ (e.g. ?schema=quote_batch)' });
   }
