@@ -3,6 +3,7 @@ import { formatDuration, parseDuration } from '../duration.js';
 import type { Io } from '../io.js';
 import type { Logger } from '../log.js';
 import { loadConfig, resolveLedger } from '../config/index.js';
+import { displayTarget } from '../ledger/index.js';
 
 /**
  * What `cli.ts` hands to each command. A command declares its own flags on `program`
@@ -93,6 +94,6 @@ export function jsonLogOption(): Option {
  */
 export function ledgerPathOf(ctx: CommandContext, flag: string | undefined): string {
   const path = resolveLedger(ctx.io.cwd, flag, ctx.io.env, loadConfig(undefined, ctx.io.cwd).file.defaults ?? {});
-  ctx.noteLedger(path);
+  ctx.noteLedger(displayTarget(path));
   return path;
 }

@@ -37,9 +37,9 @@ export const registerExport: RegisterCommand = (program, ctx) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       const ledger = await openReportLedger(ledgerPath);
       try {
-        const jobId = await resolveJobId(ledgerSql(ledger), flags.job, ledgerPath);
+        const jobId = await resolveJobId(ledgerSql(ledger), flags.job, ledger.path);
         const outPath = flags.out === undefined ? undefined : resolve(ctx.io.cwd, flags.out);
-        if (outPath !== undefined) await refuseProtectedOut(outPath, ledgerPath, ledgerSql(ledger));
+        if (outPath !== undefined) await refuseProtectedOut(outPath, ledger.path, ledgerSql(ledger));
         const count = flags.format === 'source'
           ? await exportSource(ctx, ledger, { jobId, states }, outPath)
           : await exportOutcomes(ctx, ledger, { jobId, states, format: flags.format }, outPath);

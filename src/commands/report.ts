@@ -33,12 +33,12 @@ export const registerReport: RegisterCommand = (program, ctx) => {
       let jobId: number;
       try {
         const db = ledgerSql(ledger);
-        jobId = await resolveJobId(db, flags.job, ledgerPath);
-        if (flags.out !== undefined) await refuseProtectedOut(resolve(ctx.io.cwd, flags.out), ledgerPath, db);
+        jobId = await resolveJobId(db, flags.job, ledger.path);
+        if (flags.out !== undefined) await refuseProtectedOut(resolve(ctx.io.cwd, flags.out), ledger.path, db);
         const report = await buildReport(db, jobId);
         // The terminal's width only when the table goes to it (a file gets the default width).
         const width = flags.out === undefined ? outputColumns(ctx.io) : undefined;
-        text = await formatReport(report, flags.format, { width, ledger: ledgerPath, problems: () => readProblemRows(db, jobId) });
+        text = await formatReport(report, flags.format, { width, ledger: ledger.path, problems: () => readProblemRows(db, jobId) });
       } finally {
         await closeLedger(ledger);
       }

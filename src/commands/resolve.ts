@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, Option } from 'commander';
 import { QuoteBatchError } from '../errors.js';
-import { closeLedger, ledgerSql, openLedger, RESOLUTIONS, resolveRows, type Resolution, type ResolveResult } from '../ledger/index.js';
+import { closeLedger, displayTarget, ledgerSql, openLedger, RESOLUTIONS, resolveRows, type Resolution, type ResolveResult } from '../ledger/index.js';
 import { commandFor, settleInDoubt } from '../advice.js';
 import { resolveChanges } from '../pipeline/row-state.js';
 import { resolveJobId } from '../report/index.js';
@@ -38,12 +38,12 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
       const ledgerPath = ledgerPathOf(ctx, flags.ledger);
       if ((flags.rows === undefined) === (flags.allInDoubt !== true)) {
         throw new QuoteBatchError('E_USAGE', 'give either --rows <list> or --all-in-doubt', {
-          hint: `list the rows in doubt with \`${commandFor('export', { ledger: ledgerPath, job: flags.job }, '--status in_doubt')}\``,
+          hint: `list the rows in doubt with \`${commandFor('export', { ledger: displayTarget(ledgerPath), job: flags.job }, '--status in_doubt')}\``,
         });
       }
       const ledger = await openLedger(ledgerPath, { mustExist: true });
       try {
-        const jobId = await resolveJobId(ledgerSql(ledger), flags.job, ledgerPath);
+        const jobId = await resolveJobId(ledgerSql(ledger), flags.job, ledger.path);
         const result = await resolveRows(ledger, { jobId, rows: flags.rows ?? 'all-in-doubt', changes: resolveChanges(flags.as), note: flags.note ?? null });
         if (result.refused.length > 0) {
           const listed = result.refused.slice(0, 20).map((r) => `${r.row} (${r.state ?? 'no such row'})`).join(', ');
@@ -52,7 +52,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
           const settled = result.newlyInDoubt === 0 ? 'nothing was changed'
             : `no row was resolved; ${stoppedRunRowsText(result.newlyInDoubt)} all the same`;
           throw new QuoteBatchError('E_USAGE', `only rows in_doubt can be resolved; not in doubt in job ${jobId}: ${listed}${more}; ${settled}`, {
-            hint: `list the rows in doubt with \`${commandFor('export', { ledger: ledgerPath, job: jobId }, '--status in_doubt')}\``,
+            hint: `list the rows in doubt with \`${commandFor('export', { ledger: ledger.path, job: jobId }, '--status in_doubt')}\``,
           });
         }
         const logger = ctx.createLogger();
@@ -60,7 +60,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
         const crashed = result.crashedRuns === 0 && result.newlyInDoubt === 0
           ? []
           : [`job ${jobId}: ${crashedRunsText(result.crashedRuns, result.newlyInDoubt)}${
-            flags.rows === undefined && result.newlyInDoubt > 0 ? ` (not settled here: ${settleInDoubt({ ledger: ledgerPath, job: jobId })})` : ''}`];
+            flags.rows === undefined && result.newlyInDoubt > 0 ? ` (not settled here: ${settleInDoubt({ ledger: ledger.path, job: jobId })})` : ''}`];
         const done = result.resolved.length > 0
           ? `job ${jobId}: ${result.resolved.length} row(s) resolved from in_doubt to ${flags.as} (rows ${rows})`
           : result.newlyInDoubt > 0 ? `job ${jobId}: no row was in doubt before; nothing resolved` : `job ${jobId}: no rows in doubt; nothing to resolve`;
@@ -70,7 +70,7 @@ export const registerResolve: RegisterCommand = (program, ctx) => {
           ...result.reopened.map(({ jobId: other, rows: r }) =>
             `job ${other}: ${r.length} row(s) that it had recorded duplicate because of these rows are pending again (rows ${formatRowList(r)}): the next run of job ${other}'s file sends their leads, unless a run of job ${jobId} sends them first`),
           ...result.notReopened.map(({ jobId: other, rows: r }) =>
-            `job ${other} is being run by another process: its ${r.length} row(s) recorded duplicate because of these rows (rows ${formatRowList(r)}) stay so, though their leads were never sent; once it ends, send them with \`${commandFor('export', { ledger: ledgerPath, job: other }, '--status duplicate --format source')}\` (keep those rows) and --resend-sent`),
+            `job ${other} is being run by another process: its ${r.length} row(s) recorded duplicate because of these rows (rows ${formatRowList(r)}) stay so, though their leads were never sent; once it ends, send them with \`${commandFor('export', { ledger: ledger.path, job: other }, '--status duplicate --format source')}\` (keep those rows) and --resend-sent`),
         ];
         if (ctx.jsonLog) {
           logger.info('resolved rows in doubt', {

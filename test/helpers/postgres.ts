@@ -26,3 +26,26 @@ export async function createTestDatabase(serverUrl: string): Promise<string> {
   url.pathname = `/${name}`;
   return url.href;
 }
+
+/** A PostgreSQL ledger read the way an analyst would: plain SQL on its schema. */
+export async function queryLedger<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = [], schema = 'quote_batch'): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Every text the ledger holds, table by table (for the canary checks: no secret in any of it). */
+export async function ledgerText(url: string, schema = 'quote_batch'): Promise<string> {
+  const tables = await queryLedger<{ table_name: string }>(url, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE'`, [schema]);
+  const parts: string[] = [];
+  for (const { table_name: table } of tables) {
+    const rows = await queryLedger<{ row: unknown }>(url, `SELECT row_to_json(t) AS row FROM "${table}" t`, [], schema);
+    parts.push(JSON.stringify(rows));
+  }
+  return parts.join('\n');
+}

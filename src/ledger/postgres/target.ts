@@ -34,18 +34,19 @@ export function parsePgTarget(target: string): PgTarget {
     });
   }
   const password = decodeURIComponent(url.password);
+  const rawPassword = url.password;
   const schema = url.searchParams.get('schema') ?? 'quote_batch';
   url.searchParams.delete('schema');
   const redact = (text: string): string => {
     if (password === '') return text;
     let out = text;
-    for (const form of new Set([password, encodeURIComponent(password), url.password, JSON.stringify(password).slice(1, -1)])) {
+    for (const form of new Set([password, encodeURIComponent(password), rawPassword, JSON.stringify(password).slice(1, -1)])) {
       if (form !== '') out = out.split(form).join('***');
     }
     return out;
   };
-  const shown = new URL(url.href);
-  // Shown without its password: a command a hint prints runs as it is, with PGPASSWORD or ~/.pgpass.
+  // Shown as given (its schema too) without its password: a command a hint prints runs as it is, with PGPASSWORD or ~/.pgpass.
+  const shown = new URL(target);
   shown.password = '';
   if (!SCHEMA_NAME.test(schema)) {
     throw new QuoteBatchError('E_CONFIG', `the ledger's schema name "${redact(schema)}" is not a plain lower-case SQL name`, { hint: 'use letters, digits and _ (e.g. ?schema=quote_batch)' });
