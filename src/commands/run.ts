@@ -199,6 +199,11 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         in_doubt_in_other_job: result.byOtherJobs.in_doubt_there,
         // Of succeeded: rows whose 2xx answer could not be read (no quote number or premium recorded).
         unreadable_answers: result.unreadableAnswers,
+        // On PostgreSQL: this worker's part, and the job's other workers.
+        ...(result.worker === undefined ? {} : {
+          workers_at_start: result.worker.workersAtStart, other_workers: result.worker.othersAtEnd, worker_rows: result.worker.rowsDone,
+          chunks: result.worker.chunks, chunks_taken_over: result.worker.takenOver,
+        }),
       };
       if (result.unreadableAnswers > 0) {
         logger.warn(`${unreadableAnswersText(result.unreadableAnswers)}; ${commandFor('export', { ledger: ledger.path, job: result.job.id }, '--status succeeded')} lists them`, {

@@ -19,8 +19,12 @@ import type { OtherJobs } from './other-jobs.js';
 import { PgRowBook } from './pg-row-book.js';
 import { decide, sendsAgain, STOPPED } from './row-state.js';
 
-/** Rows per chunk: a claim every few seconds at full speed; a dead worker's chunk waits for its lease alone. */
-export const CHUNK_ROWS = 500;
+/**
+ * Rows per chunk: small enough that the last chunks of a job spread over its workers (a worker with
+ * no chunk left to claim ends its part), large enough that a claim (one transaction) costs little
+ * beside a chunk's requests.
+ */
+export const CHUNK_ROWS = 100;
 
 export interface ChunkIntakeOptions {
   ledger: PgLedger;

@@ -126,6 +126,21 @@ export interface RunJobResult {
   unreadableAnswers: number;
   durationMs: number;
   exitCode: 0 | 1 | 3;
+  /** On the PostgreSQL ledger: what this worker of the job did, and who else works on it. */
+  worker?: WorkerFigures;
+}
+
+/** What a worker's summary adds (PostgreSQL ledger): how many workers the job had, and what this one did. */
+export interface WorkerFigures {
+  /** Workers of the job live when this one joined, itself included. */
+  workersAtStart: number;
+  /** Other workers still at work on the job when this one ended. */
+  othersAtEnd: number;
+  /** Chunks this worker claimed, and of those, taken over from workers whose lease ran out. */
+  chunks: number;
+  takenOver: number;
+  /** Rows this worker settled. */
+  rowsDone: number;
 }
 
 const DATA_PROBLEM_STATES: readonly RowState[] = ['invalid', 'rejected', 'agent_invalid'];

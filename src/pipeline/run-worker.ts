@@ -25,18 +25,7 @@ export interface RunWorkerOptions extends Omit<RunJobOptions, 'ledger'> {
   leaseMs: number;
 }
 
-/** What a worker's summary adds: how many workers the job had, and whether this one completed it. */
-export interface WorkerFigures {
-  /** Workers of the job live when this one joined, itself included. */
-  workersAtStart: number;
-  /** Other workers still at work on the job when this one ended. */
-  othersAtEnd: number;
-  /** Chunks this worker claimed (taken over from dead workers among them). */
-  chunks: number;
-  takenOver: number;
-}
-
-export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult & { worker: WorkerFigures }> {
+export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult> {
   const started = Date.now();
   const { ledger, mapping, logger } = options;
   const header = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, mapping), signal: options.stop });
@@ -57,7 +46,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
       counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
       emptyInput: latest.total_rows === 0, ...settledFigures(null), ceiling: options.concurrency, rateCap: null, exitCode: exitCodeFor('completed', counts),
       byOtherJobs: await readRowsByOtherJobs(ledger.sql, latest.id), unreadableAnswers: await countUnreadableAnswers(ledger.sql, latest.id),
-      worker: { workersAtStart: 0, othersAtEnd: 0, chunks: 0, takenOver: 0 },
+      worker: { workersAtStart: 0, othersAtEnd: 0, chunks: 0, takenOver: 0, rowsDone: 0 },
     };
   }
 
@@ -151,7 +140,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
       ...settledFigures(options.adaptive === true ? monitor.settled(options.concurrency, rateCap) : null),
       ceiling: options.concurrency, rateCap, durationMs: Date.now() - started, exitCode,
       byOtherJobs: await readRowsByOtherJobs(ledger.sql, job.id), unreadableAnswers: await countUnreadableAnswers(ledger.sql, job.id),
-      worker: { workersAtStart: workers, othersAtEnd: others, chunks: intake.claimedChunks, takenOver },
+      worker: { workersAtStart: workers, othersAtEnd: others, chunks: intake.claimedChunks, takenOver, rowsDone: runner.book.rowsDone },
     };
   } finally {
     await target.close();

@@ -7,6 +7,10 @@ import type { RunJobResult } from './run-job.js';
 /** The closing line: what the exit code means and, for 3, what to do next. */
 export function nextStep(result: RunJobResult, ledgerPath: string): string {
   const here = { ledger: ledgerPath, job: result.job.id };
+  const others = result.worker?.othersAtEnd ?? 0;
+  if (others > 0 && result.end === 'unfinished') {
+    return `this worker's part is done; job ${result.job.id} goes on with ${others} other worker(s), and the last of them completes it`;
+  }
   if (result.exitCode === 0 && result.emptyInput) return 'job completed; the input had no data rows (nothing was sent)';
   if (result.exitCode === 0) return 'job completed; every row succeeded (or was a duplicate)';
   if (result.exitCode === 1) return 'job completed; some rows need their data fixed (invalid, rejected or agent_invalid)';
@@ -56,12 +60,20 @@ export async function formatSummary(result: RunJobResult, ledger: Ledger | { rea
   const lines: string[] = [];
   // Stopped by its --limit only when nothing else ended it (a halt or Ctrl-C while the last answers came in).
   const ending = result.limitedTo !== null && result.end === 'unfinished' ? `stopped at --limit ${result.limitedTo}` : result.end;
-  const title = result.alreadyCompleted ? `job ${job.id}: already completed, nothing sent` : `job ${job.id}: run ${result.runId ?? '-'} ${ending}`;
+  const worker = result.worker;
+  const title = result.alreadyCompleted ? `job ${job.id}: already completed, nothing sent`
+    : worker !== undefined && worker.othersAtEnd > 0 && result.end === 'unfinished' ? `job ${job.id}: run ${result.runId ?? '-'} (a worker) done with its part`
+      : `job ${job.id}: run ${result.runId ?? '-'} ${ending}`;
   lines.push('', title, '-'.repeat(Math.min(78, title.length)));
   lines.push(`input        ${job.input_path}`);
   lines.push(`environment  ${job.environment} (${job.operation})`);
   lines.push(`ledger       ${ledger.path}`);
-  if (!result.alreadyCompleted) lines.push(`duration     ${(result.durationMs / 1000).toFixed(1)} s${result.resumed ? ' (resumed)' : ''}`);
+  if (!result.alreadyCompleted) lines.push(`duration     ${(result.durationMs / 1000).toFixed(1)} s${result.resumed && worker === undefined ? ' (resumed)' : ''}`);
+  if (worker !== undefined && !result.alreadyCompleted) {
+    const took = worker.takenOver > 0 ? `, ${worker.takenOver} taken over from workers whose lease ran out` : '';
+    const now = worker.othersAtEnd > 0 ? `${worker.othersAtEnd} other worker(s) still at it` : 'no other worker at it now';
+    lines.push(`workers      ${worker.workersAtStart} when this one started; it settled ${worker.rowsDone} row(s) in ${worker.chunks} chunk(s)${took}; ${now}`);
+  }
   if (result.haltReason !== null) lines.push(`stopped      ${result.haltReason}`);
   // After an outage the figures are from before it: the back-off since says nothing of the partner's limit.
   // A median, as `report`'s settled limit: the end of a run moves too much to be read alone.
