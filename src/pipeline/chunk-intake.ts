@@ -26,6 +26,19 @@ import { decide, sendsAgain, STOPPED } from './row-state.js';
  */
 export const CHUNK_ROWS = 100;
 
+/** Waits `ms`, or less when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 export interface ChunkIntakeOptions {
   ledger: PgLedger;
   jobId: number;
@@ -90,10 +103,19 @@ export class ChunkIntake implements Intake {
         return read;
       });
       if (chunk === null) {
+        // Chunks other workers hold: wait for them to be done, or for a dead worker's lease to run
+        // out (then its chunks are this worker's to take over), so that the job ends complete.
+        const { open } = await options.ledger.openChunks(options.jobId);
+        if (open > 0 && !halt.aborted) {
+          await sleep(Math.min(1000, Math.floor(options.leaseMs / 3)), halt);
+          continue;
+        }
         this.readToEnd = !this.stoppedByLimit;
         return;
       }
       this.#chunks.push(chunk);
+      // Rows this worker read and recorded now: counted from here on (its progress line).
+      if (mapped !== undefined) for (const state of chunk.states.values()) this.options.counts[state as RowState] += 1;
       if (chunk.takenOver) options.onTakeOver?.(chunk);
       const rows = mapped ?? await this.#readClaimed(chunk);
       const toSend: RowToSend[] = [];
