@@ -97,7 +97,8 @@ export class ChunkIntake implements Intake {
       // --limit reached: no chunk past it is claimed (nor is the input's end recorded).
       if (halt.aborted || this.stoppedByLimit) return;
       let mapped: MappedRow[] | undefined;
-      const chunk = await options.ledger.claimChunk(options.jobId, options.runId, options.operation, STOPPED, async (frontier, lookups) => {
+      const known = this.#chunks.map((c) => c.claimId);
+      const chunk = await options.ledger.claimChunk(options.jobId, options.runId, known, options.operation, STOPPED, async (frontier, lookups) => {
         const read = await this.#readFrontier(frontier, lookups);
         mapped = read.readRows as MappedRow[];
         return read;

@@ -28,6 +28,8 @@ export interface RunWorkerOptions extends Omit<RunJobOptions, 'ledger'> {
 export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult> {
   const started = Date.now();
   const { ledger, mapping, logger } = options;
+  // A statement the database did not take (it restarts, a connection was cut) is sent again while the lease runs.
+  ledger.retryFor(options.leaseMs);
   const header = await openInput(options.inputPath, { ...resolveInputOptions(options.inputPath, mapping), signal: options.stop });
   let format: string;
   try {

@@ -58,13 +58,13 @@ describe('the PostgreSQL ledger', () => {
       return { rows: rows(start.rowNumber, n), end: { rowNumber: start.rowNumber + n, offset: start.offset + n * 10, line: start.line + n }, eof: start.rowNumber + n > eofAt };
     };
     const [ca, cb] = await Promise.all([
-      a.claimChunk(jobId, wa.run.id, 'quote', STOPPED, reader(5, 8)),
-      b.claimChunk(jobId, wb.run.id, 'quote', STOPPED, reader(5, 8)),
+      a.claimChunk(jobId, wa.run.id, [], 'quote', STOPPED, reader(5, 8)),
+      b.claimChunk(jobId, wb.run.id, [], 'quote', STOPPED, reader(5, 8)),
     ]);
     expect(read).toBe(2);
     const chunks = [ca, cb].map((c) => [c?.firstRow, c?.lastRow]).sort((x, y) => (x[0] ?? 0) - (y[0] ?? 0));
     expect(chunks).toEqual([[1, 5], [6, 8]]);
-    expect(await a.claimChunk(jobId, wa.run.id, 'quote', STOPPED, reader(5, 8))).toBeNull();
+    expect(await a.claimChunk(jobId, wa.run.id, [(ca as NonNullable<typeof ca>).claimId, (cb as NonNullable<typeof cb>).claimId], 'quote', STOPPED, reader(5, 8))).toBeNull();
     const mine = ca as NonNullable<typeof ca>;
     const marked = await a.commitRowWrites(jobId, wa.run.id, [{ kind: 'mark', rowNumber: mine.firstRow, agentId: null, requestJson: null, requestSha256: null, claimId: mine.claimId }]);
     expect(marked).toEqual([{}]);

@@ -72,22 +72,27 @@ export function fence(claimParam: string): string {
  * none. One transaction: the chunk and its rows get a new claim id; rows the dead claim left in flight
  * are settled as `stopped` says, with an attempt each (as the SQLite ledger does for a crashed run).
  */
-export async function claimOpenChunk(client: pg.PoolClient, jobId: number, runId: number, operation: string, stopped: RowChange, at: string): Promise<ClaimedChunk | null> {
+export async function claimOpenChunk(
+  client: pg.PoolClient, jobId: number, runId: number, known: readonly number[], operation: string, stopped: RowChange, at: string,
+): Promise<ClaimedChunk | null> {
   const claimed = await client.query<{ chunk_no: number; first_row: number; last_row: number; start_offset: number; start_line: number; claim_id: number; old_run: number | null }>(
     `WITH open AS (
        SELECT c.job_id, c.chunk_no, c.run_id AS old_run FROM chunks c LEFT JOIN runs u ON u.id = c.run_id
-        WHERE c.job_id = $1 AND NOT c.done AND (c.claim_id IS NULL OR u.id IS NULL OR u.lease_until IS NULL OR u.lease_until < now() OR u.status <> 'running')
+        WHERE c.job_id = $1 AND NOT c.done AND (c.claim_id IS NULL OR u.id IS NULL OR u.lease_until IS NULL OR u.lease_until < now() OR u.status <> 'running'
+          -- Its own claim it does not know of: a commit that went through unanswered (a cut connection).
+          OR (c.run_id = $2 AND NOT (c.claim_id = ANY($3::bigint[]))))
         ORDER BY c.chunk_no LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
      UPDATE chunks SET claim_id = nextval('claim_ids'), run_id = $2
        FROM open WHERE chunks.job_id = open.job_id AND chunks.chunk_no = open.chunk_no
      RETURNING chunks.chunk_no, chunks.first_row, chunks.last_row, chunks.start_offset, chunks.start_line, chunks.claim_id, open.old_run`,
-    [jobId, runId],
+    [jobId, runId, known],
   );
   const chunk = claimed.rows[0];
   if (chunk === undefined) return null;
   // The dead claim's requests in flight: each an attempt, in the run that made it, until its lease ran out.
   let newlyInDoubt = 0;
-  if (chunk.old_run !== null) {
+  const takenOver = chunk.old_run !== null && chunk.old_run !== runId;
+  if (takenOver) {
     await client.query(
       `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome)
        SELECT r.job_id, r.row_number, $4, $5, r.updated_at, 0, NULL, '${STOPPED_IN_FLIGHT}', 'in_doubt'
@@ -114,7 +119,7 @@ export async function claimOpenChunk(client: pg.PoolClient, jobId: number, runId
     jobId, chunkNo: chunk.chunk_no, claimId: chunk.claim_id, firstRow: chunk.first_row, lastRow: chunk.last_row,
     start: { rowNumber: chunk.first_row, offset: chunk.start_offset, line: chunk.start_line },
     states: new Map(states.rows.map((r) => [r.row_number, r.state])),
-    takenOver: chunk.old_run !== null, newlyInDoubt,
+    takenOver, newlyInDoubt,
   };
 }
 

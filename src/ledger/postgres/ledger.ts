@@ -32,6 +32,7 @@ export class PgLedger {
   readonly sql: PgDb;
   readonly #pool: pg.Pool;
   readonly #target: PgTarget;
+  #retryForMs = 0;
 
   private constructor(target: PgTarget, pool: pg.Pool) {
     this.#target = target;
@@ -58,23 +59,36 @@ export class PgLedger {
     await this.#pool.end().catch(() => {});
   }
 
+  /**
+   * Runs `fn` on a connection of the pool. A failure of the connection itself (the server restarting,
+   * a connection cut) is tried again on a new one until {@link retryFor} has passed: every write of a
+   * worker is written to be sent again safely (a claim is adopted again, a row write names the state it
+   * expects), and a read is a read.
+   */
   async #withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.#pool.connect();
-    } catch (error) {
-      throw pgFault(error, this.#target);
-    }
-    try {
-      return await fn(client);
-    } catch (error) {
-      throw pgFault(error, this.#target);
-    } finally {
-      client.release();
+    const deadline = performance.now() + this.#retryForMs;
+    for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
+      let client: pg.PoolClient | undefined;
+      try {
+        client = await this.#pool.connect();
+        const result = await fn(client);
+        client.release();
+        return result;
+      } catch (error) {
+        // A broken connection is not given back to the pool.
+        client?.release(error instanceof Error ? error : true);
+        if (!isTransient(error) || performance.now() + pause > deadline) throw pgFault(error, this.#target);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
     }
   }
 
-  /** Runs `fn` in one transaction (rolled back when it throws). */
+  /** Tries statements the server did not take again for this long (a run's workers: within their lease); 0: never. */
+  retryFor(ms: number): void {
+    this.#retryForMs = ms;
+  }
+
+  /** Runs `fn` in one transaction (rolled back when it throws; tried again as {@link #withClient} says). */
   async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     return this.#withClient(async (client) => {
       await client.query('BEGIN');
@@ -90,11 +104,7 @@ export class PgLedger {
   }
 
   async #query<T extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<T[]> {
-    try {
-      return (await this.#pool.query<T>(sql, params)).rows;
-    } catch (error) {
-      throw pgFault(error, this.#target);
-    }
+    return this.#withClient(async (client) => (await client.query<T>(sql, params)).rows);
   }
 
   // --- jobs -------------------------------------------------------------------------------
@@ -206,10 +216,10 @@ export class PgLedger {
    * one read from the input's frontier by `read`; null when the job has no chunk left to claim.
    */
   async claimChunk(
-    jobId: number, runId: number, operation: string, stopped: RowChange,
+    jobId: number, runId: number, known: readonly number[], operation: string, stopped: RowChange,
     read: (frontier: { rowNumber: number; offset: number; line: number }, lookups: IntakeLookups) => Promise<IntakeResult>,
   ): Promise<ClaimedChunk | null> {
-    const open = await this.transaction((client) => claimOpenChunk(client, jobId, runId, operation, stopped, now()));
+    const open = await this.transaction((client) => claimOpenChunk(client, jobId, runId, known, operation, stopped, now()));
     if (open !== null) return open;
     const fresh = await this.transaction((client) => claimFrontierChunk(client, jobId, runId, read, now()));
     return fresh === 'exhausted' ? null : fresh;
@@ -432,4 +442,15 @@ export class PgLedger {
   fault(error: unknown): QuoteBatchError {
     return pgFault(error, this.#target);
   }
+}
+
+/** SQLSTATE classes and codes of a failure of the connection, not of the statement: worth sending again. */
+const TRANSIENT_STATES = /^(08|57P0[123]|40001|40P01|53300)/;
+const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/** True for a failure of the connection to the server (it went away, restarts, or cut us off). */
+export function isTransient(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown };
+  if (typeof e.code === 'string' && (TRANSIENT_STATES.test(e.code) || TRANSIENT_CODES.has(e.code))) return true;
+  return typeof e.message === 'string' && /Connection terminated|connection (?:ended|timeout)|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e.message);
 }
