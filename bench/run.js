@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The benchmark suite of quote-batch (`npm run bench` = build, then this script).
 //
-//   node bench/run.js [--quick] [--only latency,cpu,offline,memory,resume,agents,partner] [--out file.json]
+//   node bench/run.js [--quick] [--only latency,cpu,offline,memory,resume,agents,partner,workers] [--out file.json]
 //
 // Generates 100-column lead files (bench/generate-leads.js; cached in bench/data/, gitignored) of
 // three sizes — 10k, 100k and 1M rows (--quick: 2k, 20k, 100k) — and measures, every quote-batch
@@ -21,6 +21,9 @@
 //   partner  adaptive concurrency against a partner that limits us: an unknown rate cap, a cap
 //            that drops, a worker pool with a queue, no limit (bench/partner.js; charts of each
 //            run's timeline in bench/results/partner-*.svg and .png)
+//   workers  1, 2 and 4 workers on one job with the PostgreSQL ledger against a 40/s cap and a
+//            partner of capacity 16 × 200 ms; one worker on SQLite beside one on PostgreSQL
+//            (bench/workers.js)
 //
 // Prints a table (figure, value, target, met?) and writes bench/results/latest.json (a full run
 // of every scenario) or bench/data/results-<mode>.json (--quick / --only), with the machine's
@@ -34,9 +37,10 @@ import {
 } from './_lib.js';
 import { generateLeads, writeAgentsFile } from './generate-leads.js';
 import { benchPartner } from './partner.js';
+import { benchWorkers } from './workers.js';
 import { median } from './_stats.js';
 
-const SCENARIOS = ['latency', 'cpu', 'offline', 'memory', 'resume', 'agents', 'partner'];
+const SCENARIOS = ['latency', 'cpu', 'offline', 'memory', 'resume', 'agents', 'partner', 'workers'];
 const args = process.argv.slice(2);
 const option = (name) => {
   const i = args.indexOf(name);
@@ -508,6 +512,7 @@ async function main() {
   const files = {};
   for (const [name, rows] of Object.entries(SIZES)) {
     const needed = name === 'small' ? selected('latency') || selected('partner') || (selected('agents') && !selected('cpu'))
+      : name === 'medium' && selected('workers') ? true
       : name === 'medium' ? selected('cpu') || selected('offline') || selected('memory') || selected('resume')
         : selected('memory');
     if (needed) files[name] = await ensureLeads(rows);
@@ -517,6 +522,7 @@ async function main() {
   const steps = {
     latency: benchLatency, cpu: benchCpu, offline: benchOffline, memory: benchMemory, resume: benchResume, agents: benchAgents,
     partner: (files) => benchPartner({ file: files.small, agentsFile: AGENTS, quick: QUICK, addFigure, details, log }),
+    workers: (files) => benchWorkers({ file: files.medium, agentsFile: AGENTS, quick: QUICK, addFigure, details, log }),
   };
   for (const name of SCENARIOS) {
     if (!selected(name)) continue;
