@@ -15,6 +15,11 @@ export const SLOW_TESTS = [
   'test/partner/client.test.ts',
   'test/report/cli.test.ts',
   'test/mapping/fast-validate.test.ts',
+  'test/ledger/postgres-commands.test.ts',
+  'test/cli/json-log-halts.test.ts',
+  'test/input/property.test.ts',
+  'test/pipeline/sent-by-other-job.test.ts',
+  'test/sandbox/cli.test.ts',
 ];
 
 export default defineConfig({
