@@ -186,9 +186,9 @@ export async function readStartingLimit(
  * At most `--concurrency`. Null: a cold start (nothing known, a floor no higher than the cold start's
  * window, or the embedded sandbox, new each run).
  */
-async function startingLimit(options: RunJobOptions): Promise<{ limit: number; warm: boolean; pace: number | null; message: string; jobId: number; runId: number } | null> {
+export async function startingLimit(db: SqlDb, options: Omit<RunJobOptions, 'ledger'>): Promise<{ limit: number; warm: boolean; pace: number | null; message: string; jobId: number; runId: number } | null> {
   if (options.partnerBaseUrl === undefined || options.partnerBaseUrl === null || options.adaptive !== true) return null;
-  const found = await readStartingLimit(ledgerSql(options.ledger), { environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl });
+  const found = await readStartingLimit(db, { environment: options.environment, operation: options.operation, baseUrl: options.partnerBaseUrl });
   if (found === null) return null;
   const limit = Math.min(found.limit, options.concurrency);
   // A floor no higher than a cold start's first window is a cold start.
@@ -265,7 +265,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
     let forward: (event: ClientEvent) => void = () => {};
     // Read before connecting (the client's limiter starts there); said only once this process holds
     // the job: a run refused because another live process holds it starts nothing.
-    const startAt = await startingLimit(options);
+    const startAt = await startingLimit(ledgerSql(ledger), options);
     const target = await options.connect({ onEvent: (event) => forward(event), startAt });
     try {
       job ??= ledger.createJob({

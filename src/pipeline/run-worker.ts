@@ -15,7 +15,7 @@ import { ChunkIntake } from './chunk-intake.js';
 import { JobRunner } from './job-runner.js';
 import { RunMonitor } from './monitor.js';
 import { OtherJobs } from './other-jobs.js';
-import { exitCodeFor, failureReason, settledFigures, sha256File, type RunJobOptions, type RunJobResult } from './run-job.js';
+import { exitCodeFor, failureReason, settledFigures, sha256File, startingLimit, type RunJobOptions, type RunJobResult } from './run-job.js';
 import { SharedLimit } from './shared-limit.js';
 import { DEFAULTS } from '../config/index.js';
 
@@ -53,8 +53,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
   }
 
   let forward: (event: ClientEvent) => void = () => {};
+  // A worker joining starts where the job's workers stand; a new job where the last run against this partner settled.
   const shared = latest === undefined ? null : await SharedLimit.read(ledger, latest.id);
-  const target = await options.connect({ onEvent: (event) => forward(event), startAt: shared?.startAt(options.concurrency) ?? null });
+  const fromJob = shared?.startAt(options.concurrency) ?? null;
+  const fromLast = fromJob === null ? await startingLimit(ledger.sql, options) : null;
+  if (fromLast !== null) logger.info(fromLast.message, { event: 'warm_start', limit: fromLast.limit, warm: fromLast.warm, pace: fromLast.pace });
+  const warm = fromJob ?? fromLast;
+  const target = await options.connect({ onEvent: (event) => forward(event), startAt: warm === null ? null : { limit: warm.limit, warm: warm.warm, pace: warm.pace } });
   try {
     const { job, created } = await ledger.joinOrCreateJob({
       input_path: options.inputPath, input_sha256: identity.inputSha256, input_format: format, mapping_path: mapping.path,
