@@ -341,10 +341,19 @@ export class Ledger implements RunLedger {
   /**
    * Commits a turn of a run's writes in one transaction: first the newly read rows some of them
    * concern (`inserts`), then the writes in order. All or nothing: when it throws, nothing of it is
-   * in the ledger.
+   * in the ledger. A turn that marks rows `in_flight` is durable when this returns (synchronous
+   * FULL: the WAL is fsynced), so that no power cut can lose a mark whose request then left; the
+   * others stay NORMAL (docs/ledger.md, "What survives a killed process, and a power cut").
    */
   commitRowWrites(jobId: number, runId: number, inserts: readonly NewRow[], writes: readonly RowWrite[]): RowWriteResult[] {
-    return this.#commitRowWritesTx(jobId, runId, inserts, writes);
+    if (!writes.some((write) => write.kind === 'mark')) return this.#commitRowWritesTx(jobId, runId, inserts, writes);
+    // A pragma cannot change inside a transaction: around it.
+    this.stmts.synchronousFull.run();
+    try {
+      return this.#commitRowWritesTx(jobId, runId, inserts, writes);
+    } finally {
+      this.stmts.synchronousNormal.run();
+    }
   }
 
   private commitRowWritesNow(jobId: number, runId: number, inserts: readonly NewRow[], writes: readonly RowWrite[]): RowWriteResult[] {
