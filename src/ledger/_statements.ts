@@ -108,9 +108,6 @@ export const SQL = {
      VALUES (@environment, @email, @is_valid, @agent_id, @message, @checked_at, @job_id)
      ON CONFLICT (environment, email) DO UPDATE SET is_valid = excluded.is_valid, agent_id = excluded.agent_id,
        message = excluded.message, checked_at = excluded.checked_at, job_id = excluded.job_id`,
-  // Around the commits that mark rows in_flight: FULL fsyncs the WAL at the commit (see commitRowWrites).
-  synchronousFull: 'PRAGMA synchronous = FULL',
-  synchronousNormal: 'PRAGMA synchronous = NORMAL',
 };
 
 export type LedgerStatements = Record<keyof typeof SQL, Database.Statement>;

@@ -347,12 +347,13 @@ export class Ledger implements RunLedger {
    */
   commitRowWrites(jobId: number, runId: number, inserts: readonly NewRow[], writes: readonly RowWrite[]): RowWriteResult[] {
     if (!writes.some((write) => write.kind === 'mark')) return this.#commitRowWritesTx(jobId, runId, inserts, writes);
-    // A pragma cannot change inside a transaction: around it.
-    this.stmts.synchronousFull.run();
+    // A pragma cannot change inside a transaction: around it. Compiled each time: SQLite applies
+    // this pragma while preparing it, so a statement prepared once did not reliably apply it again.
+    this.db.exec('PRAGMA synchronous = FULL');
     try {
       return this.#commitRowWritesTx(jobId, runId, inserts, writes);
     } finally {
-      this.stmts.synchronousNormal.run();
+      this.db.exec('PRAGMA synchronous = NORMAL');
     }
   }
 

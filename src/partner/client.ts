@@ -547,7 +547,7 @@ export function unreachableAdvice(why: Unreachable, base: string, failure: strin
     case 'tls':
       return {
         reason: `the base URL ${base} has not answered once in this run: TLS with ${host} failed (${failure})`,
-        hint: `check that ${base} is the partner's https endpoint (not a plain HTTP port) and that its certificate is trusted here (a private CA: NODE_EXTRA_CA_CERTS); quote-batch never turns verification off`,
+        hint: `check that ${base} is the partner's https endpoint (not a plain HTTP port) and speaks TLS 1.2 or later (${where}); quote-batch never turns verification off`,
       };
   }
 }
