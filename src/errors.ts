@@ -28,6 +28,10 @@ export type ErrorCode =
   | 'E_PROXY_AUTH'
   /** The run halted: the partner's TLS certificate is not trusted, or it refused our client certificate. */
   | 'E_TLS'
+  /** The run halted: the partner refused every request with 429 for `--max-outage` (its quota for the key may be spent). */
+  | 'E_RATE_LIMITED'
+  /** The run halted: the base URL has not answered once (its name does not resolve, the connection is refused, TLS fails). */
+  | 'E_UNREACHABLE'
   /** The process environment is unsafe (e.g. TLS verification disabled). */
   | 'E_UNSAFE'
   /** The sandbox could not start. */

@@ -46,8 +46,10 @@ export async function connectPartner(
   io: Io,
   clientOptions: Partial<PartnerClientOptions> = {},
   config: LoadedConfig = loadConfig(flags.config, io.cwd),
+  /** Where to say that the embedded sandbox started (the command's logger, so --json-log stays JSON). */
+  notify?: (message: string) => void,
 ): Promise<PartnerConnection> {
-  return openPartner(resolveConnection(flags, io.env, config, io.cwd), io, clientOptions, config);
+  return openPartner(resolveConnection(flags, io.env, config, io.cwd), io, clientOptions, config, notify);
 }
 
 /**

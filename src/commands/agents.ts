@@ -1,10 +1,13 @@
 /** `quote-batch agents <email...>`: validates agent e-mails against an environment, prints the results. */
 import pLimit from 'p-limit';
-import { NETWORK_HALT_HINTS } from '../advice.js';
+import { exitCodeOfError, type ErrorCode } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { ClientEvent } from '../partner/client-api.js';
 import type { CallOutcome } from '../partner/types.js';
-import type { AgentValidateResponse } from '../partner/schemas.js';
+import { isAgentEmail, type AgentValidateResponse } from '../partner/schemas.js';
+import { haltAdvice } from '../pipeline/monitor.js';
 import { addNetworkOptions, connectPartner, type ConnectionFlags } from './_connect.js';
-import type { RegisterCommand } from './context.js';
+import { jsonLogOption, type RegisterCommand } from './context.js';
 
 interface AgentsFlags extends ConnectionFlags {
   json?: boolean;
@@ -13,12 +16,15 @@ interface AgentsFlags extends ConnectionFlags {
 /** One line of the result (the `--json` array holds these). */
 export interface AgentResult {
   email: string;
-  /** null when the partner gave no verdict (bad e-mail, forbidden, transport failure). */
+  /** null when the partner gave no verdict (forbidden, transport failure). */
   valid: boolean | null;
   agent_id: string | null;
   message: string;
-  /** The client's classification: ok, rejected, forbidden, retryable, in_doubt. */
-  outcome: CallOutcome['kind'];
+  /**
+   * The client's classification (ok, rejected, forbidden, retryable, in_doubt), or `malformed`: not
+   * an e-mail address, so never sent (as `run` records such a row `invalid`).
+   */
+  outcome: CallOutcome['kind'] | 'malformed';
   http_status: number | null;
 }
 
@@ -34,7 +40,8 @@ export const registerAgents: RegisterCommand = (program, ctx) => {
     .option('--base-url <url>', "override the environment's base URL (https://, or http:// on loopback)")
     .option('--api-key-file <file>', 'read the API key from this file (else QUOTE_BATCH_API_KEY)')
     .option('--config <file>', 'config file (default ./quote-batch.config.yaml when present)')
-    .option('--json', 'print a JSON array instead of a table');
+    .option('--json', 'print a JSON array instead of a table')
+    .addOption(jsonLogOption());
   addNetworkOptions(command)
     .action(async (emails: string[], flags: AgentsFlags) => {
       ctx.setExitCode(await validateAgents(emails, flags));
@@ -42,37 +49,58 @@ export const registerAgents: RegisterCommand = (program, ctx) => {
 
   async function validateAgents(emails: string[], flags: AgentsFlags): Promise<number> {
     const { io } = ctx;
+    const logger = ctx.createLogger();
+    let halt: Extract<ClientEvent, { type: 'halt' }> | undefined;
     const connection = await connectPartner(
       {
         env: flags.env, baseUrl: flags.baseUrl, apiKeyFile: flags.apiKeyFile, config: flags.config,
         proxy: flags.proxy, caFile: flags.caFile, clientCert: flags.clientCert, clientKey: flags.clientKey, clientKeyPassphraseFile: flags.clientKeyPassphraseFile,
       },
       io,
-      { concurrency: CONCURRENCY },
+      { concurrency: CONCURRENCY, onEvent: (event) => {
+        if (event.type === 'halt') halt ??= event;
+      } },
+      undefined,
+      (message) => logger.info(message, { event: 'sandbox_started' }),
     );
     let results: AgentResult[];
     try {
       const limit = pLimit(CONCURRENCY);
       results = await Promise.all(
-        distinctEmails(emails).map((email) =>
-          limit(async () => toResult(email, await connection.client.validateAgent(email, { signal: ctx.stop }))),
-        ),
+        distinctEmails(emails).map((email) => (isAgentEmail(email)
+          ? limit(async () => toResult(email, await connection.client.validateAgent(email, { signal: ctx.stop })))
+          : Promise.resolve(malformed(email)))),
       );
     } finally {
       await connection.close();
     }
 
     io.out(flags.json === true ? `${JSON.stringify(results, null, 2)}\n` : formatTable(results));
-    const { haltKind, haltReason } = connection.client;
-    // The way to the partner failed, not the key or the endpoint: say which hop, and how to fix it.
-    if (haltReason !== null && (haltKind === 'proxy_auth' || haltKind === 'tls_trust' || haltKind === 'tls_client_cert')) {
-      io.err(`error: ${haltReason}\n`);
-      io.err(`hint: ${NETWORK_HALT_HINTS[haltKind]}\n`);
-      return 3;
+    const failure = failureOf(results, connection.environment, halt);
+    if (failure === undefined) return results.every((r) => r.valid === true) ? 0 : 1;
+    report(failure, logger);
+    return exitCodeOfError(failure.code);
+  }
+
+  /** One error line with its code and hint (JSON under --json-log), then one line per e-mail left without an answer. */
+  function report(failure: Failure, logger: Logger): void {
+    const exitCode = exitCodeOfError(failure.code);
+    if (ctx.jsonLog) logger.error(failure.message, { event: 'error', code: failure.code, hint: failure.hint, exit_code: exitCode });
+    else ctx.io.err(`error: ${failure.message}\nhint: ${failure.hint}\n`);
+    for (const r of failure.unanswered) {
+      logger.error(`${r.email}: no answer from the partner: ${r.message}`, { event: 'no_answer', code: failure.code, hint: failure.hint, exit_code: exitCode });
     }
-    return exitCodeFor(results, connection.environment, io.err);
   }
 };
+
+/** Why `agents` exits 3, when it does. */
+interface Failure {
+  code: ErrorCode;
+  message: string;
+  hint: string;
+  /** E-mails the partner gave no verdict on. */
+  unanswered: AgentResult[];
+}
 
 /** Trimmed, in the order given; the same address in another case is the same agent. */
 export function distinctEmails(emails: readonly string[]): string[] {
@@ -86,6 +114,11 @@ export function distinctEmails(emails: readonly string[]): string[] {
     out.push(email);
   }
   return out;
+}
+
+/** An address `run` would record `invalid` without asking the partner: not sent. */
+function malformed(email: string): AgentResult {
+  return { email, valid: false, agent_id: null, message: 'not an e-mail address: not sent to the partner', outcome: 'malformed', http_status: null };
 }
 
 function toResult(email: string, outcome: CallOutcome<AgentValidateResponse>): AgentResult {
@@ -110,26 +143,39 @@ function readMessage(body: unknown): string | undefined {
   return typeof message === 'string' && message !== '' ? message : undefined;
 }
 
-/** 0 all valid; 1 some not valid (or a malformed e-mail); 3 forbidden or no answer. */
-function exitCodeFor(results: readonly AgentResult[], environment: string, err: (text: string) => void): number {
+/**
+ * Exit 3 and why: the key refused, the endpoint wrong, the client halted (the base URL never
+ * answered…), or e-mails left without an answer. Undefined when every e-mail got a verdict (exit 0
+ * when all are valid, else 1: not valid, or malformed).
+ */
+function failureOf(results: readonly AgentResult[], environment: string, halt: Extract<ClientEvent, { type: 'halt' }> | undefined): Failure | undefined {
+  const unanswered = results.filter((r) => r.outcome === 'retryable' || r.outcome === 'in_doubt');
+  // The way to the partner failed (a proxy, TLS, an address that never answered…), not the key or
+  // the endpoint: the halt says which hop, and how to fix it.
+  if (halt !== undefined && halt.kind !== 'forbidden' && halt.kind !== 'misrouted') {
+    const { code, hint } = haltAdvice(halt, { ledger: undefined, job: undefined });
+    return { code, hint, message: halt.reason, unanswered: [] };
+  }
   const forbidden = results.find((r) => r.outcome === 'forbidden');
   if (forbidden !== undefined) {
-    err(`error: the partner refused the API key (${forbidden.http_status ?? '?'}): it is not valid for the ${environment} environment\n`);
-    err('hint: check QUOTE_BATCH_API_KEY or --api-key-file, and --env\n');
-    return 3;
+    return {
+      code: 'E_FORBIDDEN', unanswered: [],
+      message: `the partner refused the API key (${forbidden.http_status ?? '?'}): it is not valid for the ${environment} environment`,
+      hint: 'check QUOTE_BATCH_API_KEY or --api-key-file, and --env',
+    };
   }
   const misrouted = results.find((r) => r.outcome === 'misrouted');
   if (misrouted !== undefined) {
-    err(`error: the partner answered ${misrouted.http_status ?? '?'} for agent validation: the base URL or the endpoint is wrong\n`);
-    err('hint: check --base-url / --env and the configured base URL\n');
-    return 3;
+    return {
+      code: 'E_MISROUTED', unanswered: [],
+      message: `the partner answered ${misrouted.http_status ?? '?'} for agent validation: the base URL or the endpoint is wrong`,
+      hint: 'check --base-url / --env and the configured base URL',
+    };
   }
-  const failed = results.filter((r) => r.outcome === 'retryable' || r.outcome === 'in_doubt');
-  if (failed.length > 0) {
-    for (const r of failed) err(`error: ${r.email}: no answer from the partner: ${r.message}\n`);
-    return 3;
+  if (unanswered.length > 0) {
+    return { code: 'E_CIRCUIT_OPEN', unanswered, message: `${unanswered.length} e-mail(s) got no answer from the partner`, hint: 'run the same command again later' };
   }
-  return results.every((r) => r.valid === true) ? 0 : 1;
+  return undefined;
 }
 
 export function formatTable(results: readonly AgentResult[]): string {

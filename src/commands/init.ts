@@ -6,7 +6,7 @@ import { compileMapping, shortName, type CompiledMapping } from '../mapping/inde
 import { draftMapping } from '../mapping/draft/index.js';
 import { schemaReferenceFrom } from '../mapping/json-schema.js';
 import { readSample } from '../mapping/draft/sample.js';
-import { parseNumberIn, type RegisterCommand } from './context.js';
+import { jsonLogOption, parseNumberIn, type RegisterCommand } from './context.js';
 
 interface InitFlags {
   out?: string;
@@ -24,6 +24,7 @@ export const registerInit: RegisterCommand = (program, ctx) => {
     .option('--out <file>', 'write the draft to this file (refused when it exists, unless --force)')
     .option('--force', 'overwrite the --out file')
     .option('--rows <n>', `rows read to guess from (default ${DEFAULT_ROWS})`, parseNumberIn('--rows', 1, 100_000, true), DEFAULT_ROWS)
+    .addOption(jsonLogOption())
     .action(async (input: string, flags: InitFlags) => {
       const sample = await readSample(resolve(ctx.io.cwd, input), { rows: flags.rows, signal: ctx.stop });
       if (sample.interrupted) {

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { QuoteBatchError } from '../errors.js';
 import { openInput } from '../input/index.js';
 import { formatRowIssue, loadMapping, resolveInputOptions, type CompiledMapping, type RowIssue } from '../mapping/index.js';
-import { parseCount, type RegisterCommand } from './context.js';
+import { jsonLogOption, parseCount, type RegisterCommand } from './context.js';
 
 interface PreviewFlags {
   mapping: string;
@@ -40,6 +40,7 @@ export const registerPreview: RegisterCommand = (program, ctx) => {
     .option('--rows <n>', `how many rows from the start (default ${DEFAULT_ROWS})`, parseCount('--rows'))
     .option('--row <n>', 'only this row (1-based data row, header excluded)', parseCount('--row'))
     .option('--json', 'print a JSON array of rows')
+    .addOption(jsonLogOption())
     .action(async (input: string, flags: PreviewFlags) => {
       if (flags.rows !== undefined && flags.row !== undefined) {
         throw new QuoteBatchError('E_USAGE', 'give either --rows or --row, not both');

@@ -10,7 +10,7 @@ import {
   DEFAULT_FAULTS, DEFAULT_SANDBOX_API_KEY, DEFAULT_SANDBOX_SEED, parseRpsSchedule, SCHEDULE_SYNTAX, startSandbox, type SandboxFaults,
 } from '../sandbox/index.js';
 import { PACKAGE_ROOT } from '../version.js';
-import { parseCount, parseNumberIn, type RegisterCommand } from './context.js';
+import { jsonLogOption, parseCount, parseNumberIn, type RegisterCommand } from './context.js';
 
 interface SandboxFlags {
   port: number;
@@ -176,6 +176,7 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM) instead; needs --tls-key')
     .option('--tls-key <file>', 'the key of --tls-cert (PEM, unencrypted)')
     .option('--tls-client-ca <file>', 'require a client certificate signed by a CA of this PEM file')
+    .addOption(jsonLogOption())
     .action(async (flags: SandboxFlags) => {
       const { key, source } = resolveApiKey(flags, ctx.io.env, ctx.io.cwd);
       const agentsFile = flags.agents !== undefined ? resolve(ctx.io.cwd, flags.agents) : defaultAgentsFile(ctx.io.cwd);
@@ -226,7 +227,7 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
       await sandbox.close();
       tls?.remove();
       const total = stats.operations.validate.received + stats.operations.quote.received + stats.operations.lead.received;
-      ctx.io.err(`quote-batch sandbox stopped after ${total} request(s)\n`);
+      ctx.createLogger().info(`quote-batch sandbox stopped after ${total} request(s)`, { event: 'sandbox_stopped', requests: total });
       ctx.setExitCode(0);
     });
 };

@@ -17,6 +17,8 @@ const LOOKAHEAD_MARGIN = 1024;
 const EMPTY = Buffer.alloc(0);
 /** The record delimiters of a file read with `anyLineEnd` whose header ends with LF or CRLF (the only case of more than one). */
 const ANY_LINE_END: readonly string[] = ['\r\n', '\n'];
+/** The same with `crCrLf`, whose header may end with CR CR LF too: the longest first (csv-parse takes the first that matches). */
+const ANY_LINE_END_CRCRLF: readonly string[] = ['\r\r\n', '\r\n', '\n'];
 
 /**
  * The synchronous engine inside csv-parse's stream `Parser` (`parser.api` in csv-parse 5 and 6).
@@ -65,6 +67,8 @@ export interface CsvDecoderOptions {
    * before rows exported elsewhere). False: the header's line end only (jobs begun before).
    */
   anyLineEnd?: boolean;
+  /** With `anyLineEnd`: CR CR LF ends a record too (see `InputOptions.crCrLf`). */
+  crCrLf?: boolean;
 }
 
 /** How a record whose quote was never closed ends, in its message; the reader may say otherwise (see `open.ts`). */
@@ -123,6 +127,10 @@ export class CsvDecoder implements Decoder {
   /** Offset of the first line's first CR or LF in those chunks, once seen. */
   #firstBreak = -1;
   #toRecord: (values: string[]) => Record<string, unknown> = () => ({});
+  /** The piece being parsed, its absolute offset, and the last bytes before it (see {@link #byteAt}). */
+  #piece: Buffer = EMPTY;
+  #pieceStart = 0;
+  #beforePiece: Buffer = EMPTY;
   #out: InputItem[] = [];
   readonly #onRecordBound = (values: string[]): void => this.#onRecord(values);
 
@@ -232,7 +240,7 @@ export class CsvDecoder implements Decoder {
     if (breakAt !== -1 && !data.subarray(0, breakAt).includes(QUOTE)) {
       const doubled = data[breakAt] === CR && data[breakAt + 1] === CR && data[breakAt + 2] === LF;
       const delimiter = doubled ? '\r\r\n' : data[breakAt] === LF ? (data[breakAt - 1] === CR ? '\r\n' : '\n') : '\r';
-      this.#recordDelimiter = this.#options.anyLineEnd === true && (delimiter === '\n' || delimiter === '\r\n') ? [...ANY_LINE_END] : [delimiter];
+      this.#recordDelimiter = recordDelimitersFor(delimiter, this.#options);
       this.#engine = this.#createEngine(true);
     }
     for (let offset = 0; offset < data.length; offset += SLICE_BYTES) {
@@ -242,6 +250,9 @@ export class CsvDecoder implements Decoder {
 
   #writePiece(piece: Buffer, checkLimit = true): void {
     const start = this.#scanned;
+    this.#beforePiece = this.#piece.length >= 2 ? this.#piece.subarray(this.#piece.length - 2) : Buffer.concat([this.#beforePiece, this.#piece]).subarray(-2);
+    this.#piece = piece;
+    this.#pieceStart = start;
     const lines = this.#lines;
     lines.countBefore(start - LOOKAHEAD_MARGIN); // forget breaks no record can end before
     lines.add(piece, start);
@@ -289,7 +300,7 @@ export class CsvDecoder implements Decoder {
 
   /** Line of the record being parsed: after the last record and the blank lines since. */
   #pendingLine(): number {
-    return 1 + this.#breaksBeforePrevEnd + (this.#engine.info.empty_lines - this.#emptyAtPrevEnd);
+    return 1 + this.#breaksBeforePrevEnd + this.#blankBreaks(this.#engine.info.empty_lines - this.#emptyAtPrevEnd);
   }
 
   /** Offset of the record being parsed: after the last record and the blank lines since. */
@@ -298,16 +309,32 @@ export class CsvDecoder implements Decoder {
   }
 
   /**
+   * Line breaks in `blank` blank lines after the last record: one each, but two for a blank CR CR LF
+   * (a lone CR, then CR LF) in a file whose lines may end so.
+   */
+  #blankBreaks(blank: number): number {
+    if (blank === 0 || this.#recordDelimiter?.[0] !== '\r\r\n') return blank;
+    let index = this.#breaksBeforePrevEnd;
+    for (let i = 0; i < blank; i += 1) {
+      const lone = this.#lines.isLoneCr(index);
+      // Forgotten (thousands of blank lines): counted as one each, as before.
+      if (lone === undefined) return index - this.#breaksBeforePrevEnd + (blank - i);
+      index += lone ? 2 : 1;
+    }
+    return index - this.#breaksBeforePrevEnd;
+  }
+
+  /**
    * Where a record starts that follows the last one and `blank` blank lines. csv-parse skips a line
-   * as blank only when it is nothing but the record delimiter, so each is exactly that long.
+   * as blank only when it is nothing but a record delimiter.
    */
   #recordStart(blank: number): number {
     if (blank === 0) return this.#prevEnd;
-    if (this.#recordDelimiter !== undefined && this.#recordDelimiter.length > 1) {
-      // Blank lines of either kind (LF, CRLF): after the last of their breaks. Should the line index
-      // have forgotten it (thousands of blank lines), the first blank line's start: still a line start,
-      // where a read resumed gives the same record.
-      const lastBreak = this.#lines.offsetOf(this.#breaksBeforePrevEnd + blank - 1);
+    if (this.#recordDelimiter !== undefined && (this.#recordDelimiter.length > 1 || this.#recordDelimiter[0] === '\r\r\n')) {
+      // Blank lines of any kind (LF, CRLF, CR CR LF): after the last of their breaks. Should the line
+      // index have forgotten it (thousands of blank lines), the first blank line's start: still a
+      // line start, where a read resumed gives the same record.
+      const lastBreak = this.#lines.offsetOf(this.#breaksBeforePrevEnd + this.#blankBreaks(blank) - 1);
       return lastBreak === undefined ? this.#prevEnd : lastBreak + 1;
     }
     return this.#prevEnd + blank * (this.#engine.options.record_delimiter[0]?.length ?? 1);
@@ -318,7 +345,7 @@ export class CsvDecoder implements Decoder {
     const end = this.#engineBase + info.bytes;
     const empty = info.empty_lines;
     const blank = empty - this.#emptyAtPrevEnd;
-    const line = 1 + this.#breaksBeforePrevEnd + blank;
+    const line = 1 + this.#breaksBeforePrevEnd + this.#blankBreaks(blank);
     const offset = this.#recordStart(blank);
     const size = end - offset;
     const invalidUtf8 = this.#utf8.takeRange(this.#prevEnd, end);
@@ -342,7 +369,7 @@ export class CsvDecoder implements Decoder {
       reason = `wrong number of fields (expected ${columns.length}, got ${values.length})${this.#mixedLineEnds(values)}`;
     }
     if (reason === undefined) this.#out.push({ kind: 'record', rowNumber, line, offset, record: this.#toRecord(values) });
-    else if (quoteError?.code === 'CSV_INVALID_CLOSING_QUOTE' && this.#breaksBeforePrevEnd > line + this.#extraBreaksPerLineEnd()) {
+    else if (quoteError?.code === 'CSV_INVALID_CLOSING_QUOTE' && this.#breaksBeforePrevEnd > line + this.#extraBreaksOfLineEnd(end)) {
       // A quoted field closed wrongly lines later took in the lines after the record's first: the
       // reader reads them again as rows. (Other quote errors end their record where they are.)
       this.#out.push({ kind: 'error', rowNumber, line, offset, message: `line ${line}: ${reason}`, quoteRanOn: true });
@@ -385,9 +412,19 @@ export class CsvDecoder implements Decoder {
     return '; the header line ends with CRLF and the lines after it with LF alone, so they read as one record: give the file one kind of line end (e.g. `sed -i \'s/\\r$//\' file`)';
   }
 
-  /** Line breaks a line end counts beyond one: 1 for a file whose lines end in CR CR LF (a lone CR, then CR LF). */
-  #extraBreaksPerLineEnd(): number {
-    return this.#recordDelimiter?.[0] === '\r\r\n' ? 1 : 0;
+  /** Line breaks the line end of the record ending at `end` counts beyond one: 1 for CR CR LF (a lone CR, then CR LF). */
+  #extraBreaksOfLineEnd(end: number): number {
+    return this.#byteAt(end - 1) === LF && this.#byteAt(end - 2) === CR && this.#byteAt(end - 3) === CR ? 1 : 0;
+  }
+
+  /**
+   * The byte at absolute offset `at`, from the piece being parsed or the two bytes before it: a record
+   * ends in the piece that holds its line end's last byte, so its line end is there. Undefined further back.
+   */
+  #byteAt(at: number): number | undefined {
+    const inPiece = at - this.#pieceStart;
+    if (inPiece >= 0) return this.#piece[inPiece];
+    return this.#beforePiece[this.#beforePiece.length + inPiece];
   }
 
   #readHeader(values: string[], line: number, size: number, invalidUtf8: boolean, quoteError: CsvError | undefined): void {
@@ -467,6 +504,16 @@ export class CsvDecoder implements Decoder {
 }
 
 function noop(): void {}
+
+/**
+ * The record delimiters of a file whose first line ends with `delimiter`: with `anyLineEnd`, LF and
+ * CRLF both (and CR CR LF, with `crCrLf`), whichever of them the header ends with; else the header's own.
+ */
+export function recordDelimitersFor(delimiter: string, options: Pick<CsvDecoderOptions, 'anyLineEnd' | 'crCrLf'>): string[] {
+  if (options.anyLineEnd !== true) return [delimiter];
+  if (options.crCrLf === true && (delimiter === '\n' || delimiter === '\r\n' || delimiter === '\r\r\n')) return [...ANY_LINE_END_CRCRLF];
+  return delimiter === '\n' || delimiter === '\r\n' ? [...ANY_LINE_END] : [delimiter];
+}
 
 /** Index of the first LF or CR (the last byte of a skipped over-long line), or -1. */
 function indexOfLineEnd(data: Buffer): number {

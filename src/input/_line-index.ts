@@ -8,7 +8,10 @@ const CR = 0x0d;
  * order; breaks already passed are forgotten, so memory stays bounded by the chunks not yet passed.
  */
 export class LineBreakIndex {
-  /** Offsets of the line breaks not yet passed (of CRLF, the LF's). */
+  /**
+   * The line breaks not yet passed, each as `2 × offset + 1` for a lone CR, `2 × offset` for an LF
+   * (of CRLF, the LF's): whether a break is a lone CR tells a CR CR LF line end from two lines.
+   */
   readonly #offsets: number[] = [];
   #head = 0;
   #dropped: number;
@@ -24,7 +27,7 @@ export class LineBreakIndex {
   add(chunk: Buffer, start: number): void {
     const offsets = this.#offsets;
     if (this.#trailingCr !== -1) {
-      if (chunk[0] !== LF) offsets.push(this.#trailingCr);
+      if (chunk[0] !== LF) offsets.push(2 * this.#trailingCr + 1);
       this.#trailingCr = -1;
     }
     let lf = chunk.indexOf(LF);
@@ -33,10 +36,10 @@ export class LineBreakIndex {
       if (cr !== -1 && (lf === -1 || cr < lf)) {
         // A CR followed by LF is counted with the LF.
         if (cr + 1 === chunk.length) this.#trailingCr = start + cr;
-        else if (chunk[cr + 1] !== LF) offsets.push(start + cr);
+        else if (chunk[cr + 1] !== LF) offsets.push(2 * (start + cr) + 1);
         cr = chunk.indexOf(CR, cr + 1);
       } else {
-        offsets.push(start + lf);
+        offsets.push(2 * (start + lf));
         lf = chunk.indexOf(LF, lf + 1);
       }
     }
@@ -44,7 +47,7 @@ export class LineBreakIndex {
 
   /** Ends the stream: a CR that ended it is a line break. */
   finish(): void {
-    if (this.#trailingCr !== -1) this.#offsets.push(this.#trailingCr);
+    if (this.#trailingCr !== -1) this.#offsets.push(2 * this.#trailingCr + 1);
     this.#trailingCr = -1;
   }
 
@@ -53,14 +56,23 @@ export class LineBreakIndex {
    * the LF's), or undefined when it is not known: forgotten, or not fed yet.
    */
   offsetOf(index: number): number | undefined {
-    return index < this.#dropped ? undefined : this.#offsets[index - this.#dropped];
+    const code = index < this.#dropped ? undefined : this.#offsets[index - this.#dropped];
+    return code === undefined ? undefined : Math.floor(code / 2);
+  }
+
+  /** True when line break number `index` is a lone CR; undefined when it is not known. */
+  isLoneCr(index: number): boolean | undefined {
+    const code = index < this.#dropped ? undefined : this.#offsets[index - this.#dropped];
+    return code === undefined ? undefined : code % 2 === 1;
   }
 
   /** Number of line breaks at offsets below `position`. */
   countBefore(position: number): number {
     const offsets = this.#offsets;
     let head = this.#head;
-    while (head < offsets.length && (offsets[head] as number) < position) head += 1;
+    // 2 × offset (+ 1) < 2 × position exactly when offset < position.
+    const below = 2 * position;
+    while (head < offsets.length && (offsets[head] as number) < below) head += 1;
     if (head > 4096 && head * 2 > offsets.length) {
       offsets.splice(0, head);
       this.#dropped += head;

@@ -41,7 +41,7 @@ export async function openInput(path: string, options: InputOptions = {}): Promi
   const csv =
     format === 'ndjson'
       ? undefined
-      : new CsvDecoder({ label: path, delimiter: readDelimiter(options.delimiter, format), maxRecordBytes, anyLineEnd: options.anyLineEnd !== false });
+      : new CsvDecoder({ label: path, delimiter: readDelimiter(options.delimiter, format), maxRecordBytes, anyLineEnd: options.anyLineEnd !== false, crCrLf: options.crCrLf !== false });
   let start = readStart(options.start);
   // The first line of an NDJSON file is where a plain read starts anyway.
   if (start !== undefined && csv === undefined && start.offset === 0 && start.rowNumber === 1 && start.line === 1) {

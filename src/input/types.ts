@@ -43,6 +43,13 @@ export interface InputOptions {
    * row numbers.
    */
   anyLineEnd?: boolean;
+  /**
+   * CSV, with `anyLineEnd`: CR CR LF (a CRLF file converted to CRLF again) ends a record too, beside
+   * LF and CRLF, so a file mixing them reads as a person reads it: one row a line, no stray CR at
+   * the end of a value (default true). False: CR CR LF ends records only in a file whose header
+   * line ends with it, and then alone, as quote-batch read before: a job begun then keeps its row numbers.
+   */
+  crCrLf?: boolean;
 }
 
 /** Where a resumed read begins: copied from the {@link InputItem} to begin at. */

@@ -36,10 +36,13 @@ export function openDatabase(path: string, options: { readonly?: boolean; mustEx
     db.pragma('busy_timeout = 5000');
     if (!readonly) {
       enableWal(db);
-      // NORMAL in WAL mode: a commit survives a process crash (SIGKILL) without an fsync per
-      // row; only a power loss could drop the last commits, and those rows are then re-read
-      // as pending/in_flight and handled by the resume rules.
+      // NORMAL in WAL mode: a commit survives a process crash (SIGKILL) without an fsync. A power
+      // loss may drop the last commits: the commits that mark rows in_flight are therefore made
+      // with FULL (`Ledger.commitRowWrites`), and an outcome lost after its mark leaves the row
+      // in_flight, which the next run records in_doubt (docs/ledger.md, "What survives").
       db.pragma('synchronous = NORMAL');
+      // macOS: an fsync reaches the drive only as F_FULLFSYNC (elsewhere this does nothing).
+      db.pragma('fullfsync = ON');
       db.pragma('foreign_keys = ON');
     }
   } catch (error) {

@@ -341,10 +341,20 @@ export class Ledger implements RunLedger {
   /**
    * Commits a turn of a run's writes in one transaction: first the newly read rows some of them
    * concern (`inserts`), then the writes in order. All or nothing: when it throws, nothing of it is
-   * in the ledger.
+   * in the ledger. A turn that marks rows `in_flight` is durable when this returns (synchronous
+   * FULL: the WAL is fsynced), so that no power cut can lose a mark whose request then left; the
+   * others stay NORMAL (docs/ledger.md, "What survives a killed process, and a power cut").
    */
   commitRowWrites(jobId: number, runId: number, inserts: readonly NewRow[], writes: readonly RowWrite[]): RowWriteResult[] {
-    return this.#commitRowWritesTx(jobId, runId, inserts, writes);
+    if (!writes.some((write) => write.kind === 'mark')) return this.#commitRowWritesTx(jobId, runId, inserts, writes);
+    // A pragma cannot change inside a transaction: around it. Compiled each time: SQLite applies
+    // this pragma while preparing it, so a statement prepared once did not reliably apply it again.
+    this.db.exec('PRAGMA synchronous = FULL');
+    try {
+      return this.#commitRowWritesTx(jobId, runId, inserts, writes);
+    } finally {
+      this.db.exec('PRAGMA synchronous = NORMAL');
+    }
   }
 
   private commitRowWritesNow(jobId: number, runId: number, inserts: readonly NewRow[], writes: readonly RowWrite[]): RowWriteResult[] {

@@ -275,13 +275,14 @@ export const MIGRATIONS: readonly string[] = [
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /**
- * `jobs.input_reader` of a job begun now (see migration 7): 3, LF and CRLF both end a CSV record
- * whichever the header ends with; 2 (from schema 7 on), a CSV quote that ran on is read again as
- * rows; null (before), neither.
+ * `jobs.input_reader` of a job begun now (see migration 7): 4, CR CR LF ends a CSV record too (a
+ * file mixing it with CRLF or LF); 3, LF and CRLF both end a CSV record whichever the header ends
+ * with; 2 (from schema 7 on), a CSV quote that ran on is read again as rows; null (before), neither.
  */
-export const INPUT_READER = 3;
+export const INPUT_READER = 4;
 
 /** How a job reads its input, by its `input_reader`, so that every run of it numbers its rows alike (see `InputOptions`). */
-export function inputReadingOf(inputReader: number | null): { rereadRunOnQuotes: boolean; anyLineEnd: boolean } {
-  return { rereadRunOnQuotes: inputReader !== null && inputReader >= 2, anyLineEnd: inputReader !== null && inputReader >= 3 };
+export function inputReadingOf(inputReader: number | null): { rereadRunOnQuotes: boolean; anyLineEnd: boolean; crCrLf: boolean } {
+  const v = inputReader ?? 0;
+  return { rereadRunOnQuotes: v >= 2, anyLineEnd: v >= 3, crCrLf: v >= 4 };
 }

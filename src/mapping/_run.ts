@@ -5,7 +5,7 @@
  * Never throws for bad data: problems become the row's errors and warnings.
  */
 import { buildProbe } from './_fast-validate.js';
-import { findUnknownEnumValues, QuoteRequest, validateQuoteRequest } from '../partner/schemas.js';
+import { findUnknownEnumValues, isAgentEmail, QuoteRequest, validateQuoteRequest } from '../partner/schemas.js';
 import { FAIL, failure } from './_convert.js';
 import { generateFieldRunner, type FieldRunner } from './_generate.js';
 import {
@@ -15,8 +15,6 @@ import { requiredMembers, type PathSegment } from './_request-paths.js';
 import { quoteValue } from './_text.js';
 import { overlaps, traceColumns } from './_trace.js';
 import type { MappedRow, RowIssue } from './types.js';
-
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** zod's answer for a valid request, found quicker (see _fast-validate.ts). */
 const isValidRequest = buildProbe(QuoteRequest);
@@ -31,7 +29,7 @@ export function mapRecord(plan: MappingPlan, record: Rec, rowNumber: number, ref
   let email: string | null = null;
   if (agentRaw !== undefined && agentRaw !== null) {
     email = String(agentRaw).trim().toLowerCase();
-    if (!EMAIL.test(email)) {
+    if (!isAgentEmail(email)) {
       const agent = plan.agentEmail;
       row.errors.push({ path: 'agent.email', message: 'expected an e-mail address', columns: agent?.sources ?? [], sourceKind: agent?.kind ?? 'column', received: agentRaw });
     }

@@ -18,8 +18,16 @@ export interface Parsed {
   stored: string | null;
 }
 
-/** Parses the redacted `clean`; also renders what may be stored of the body (bounded JSON text). */
-export function parseAnswerBody(clean: string, truncated: boolean, bytes: number): Parsed {
+/**
+ * Parses the redacted `clean`; also renders what may be stored of the body (bounded JSON text).
+ * `unreadable`: why the body could not be read (a bad gzip, cut short…): what arrived of it is kept
+ * as a note, never parsed.
+ */
+export function parseAnswerBody(clean: string, truncated: boolean, bytes: number, unreadable?: string): Parsed {
+  if (unreadable !== undefined) {
+    const head = clean.length > MAX_RAW_BODY ? `${clean.slice(0, MAX_RAW_BODY)}…` : clean;
+    return { body: head === '' ? null : head, stored: JSON.stringify({ quote_batch_note: `answer not readable: ${unreadable}`, head }) };
+  }
   if (clean.trim() === '') return { body: null, stored: null };
   if (!truncated) {
     try {
@@ -49,7 +57,7 @@ export function describeAttempt(raw: RawAttempt, body: unknown, cls: AttemptClas
     .filter((s): s is string => s !== undefined && s !== '')
     .join(': ');
   const cut = raw.truncated ? `, answer cut at ${raw.bytes} bytes` : '';
-  const unreadable = cls.errorCode === 'unreadable_answer' ? ', not a readable answer' : '';
+  const unreadable = raw.bodyError !== undefined ? `, body not readable: ${raw.bodyError}` : cls.errorCode === 'unreadable_answer' ? ', not a readable answer' : '';
   return reason === '' ? `${statusOf(raw)}${cut}${unreadable}` : `${statusOf(raw)} (${reason})${cut}${unreadable}`;
 }
 

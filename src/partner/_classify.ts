@@ -6,19 +6,24 @@
  * | answer                                               | quote / lead                        | agent validation        |
  * |------------------------------------------------------|-------------------------------------|-------------------------|
  * | 2xx, `status` success or absent, or body unreadable  | ok (a warning when unreadable)      | ok only when readable   |
+ * |   (not JSON, a bad gzip/deflate, cut after the headers, an unknown charset)                                       |
  * | 2xx with `status` failed / error                     | rejected                            | transient: retried      |
  * | 400, 409, 413, 422 and other 4xx not listed below    | rejected                            | rejected (row invalid)  |
  * | 401, 403 / 404, 405, 3xx (not followed)              | halt: key / endpoint is wrong       | halt                    |
  * | 407 (from the proxy, to CONNECT or to the request)   | halt: the proxy's credentials       | halt                    |
  * | the partner's certificate not trusted                | halt: --ca-file                     | halt                    |
  * | the partner refused our client certificate (alert)   | halt: --client-cert                 | halt                    |
- * | 429, 500, 502, 503, 504                              | retried (429 slows, 5xx breaker)    | retried                 |
+ * | 429                                                  | retried (slows; the breaker's refusals) | retried             |
+ * | 500, 502, 503, 504                                   | retried (the breaker's failures)    | retried                 |
  * | CONNECT refused by the proxy (502/503/504, other)    | retried: outage of the way out      | retried                 |
  * | another 5xx or status                                | in_doubt (a write may have applied) | retried                 |
  * | time-out, reset or cut answer after the body left    | in_doubt (a tunnel cut too)         | retried                 |
  * | no connection / refused / reset before the body left | retried (to the proxy too)          | retried                 |
  *
- * A `Retry-After` longer than `--max-retry-after` is decided by the client (it depends on a flag).
+ * An answer is classified by its status once the status line has arrived, whatever then happens to
+ * its body: only a send with no status at all can be in doubt. A `Retry-After` longer than
+ * `--max-retry-after`, and a base URL that never answered (`unreachable`), are decided by the client
+ * (they depend on a flag and on the run's history).
  */
 import type { AttemptKind, OutcomeKind } from './types.js';
 
@@ -36,11 +41,21 @@ export const MAX_AGENT_ID_LENGTH = 256;
 export const MAX_MESSAGE_LENGTH = 300;
 
 /**
- * How the circuit breaker reads an attempt: `success` (the partner answered sensibly), `failure`
- * (a transient failure), `in_doubt` (a write that may have been applied: a failure too, and counted
- * on its own), `neutral` (says nothing about the partner's health: a 429, a halt).
+ * How the circuit breaker reads an attempt: `success` (the partner answered sensibly: it accepted
+ * the request, or refused it for good), `failure` (a transient failure), `in_doubt` (a write that
+ * may have been applied: a failure too, and counted on its own), `refused` (a 429: the partner is
+ * up but takes nothing; a breaker opens when it takes nothing for long, see circuit-breaker.ts),
+ * `neutral` (says nothing about the partner's health: a halt).
  */
-export type BreakerSignal = 'success' | 'failure' | 'in_doubt' | 'neutral';
+export type BreakerSignal = 'success' | 'failure' | 'in_doubt' | 'refused' | 'neutral';
+
+/**
+ * Why a request never reached a server at the base URL: its host name did not resolve (`name`), the
+ * connection was refused (`refused`), or the TLS handshake failed (`tls`: a plain HTTP port, no
+ * protocol or cipher in common). Before anything answered in a run, that is the address's fault,
+ * not an outage.
+ */
+export type Unreachable = 'name' | 'refused' | 'tls';
 
 /**
  * Why an attempt halts the run at once, every request being bound to fail alike: the partner refused
@@ -67,6 +82,8 @@ export interface AttemptClass {
   warning?: string;
   /** Set when the run must halt at once (outcome `forbidden` or `misrouted`). */
   halt?: HaltCause;
+  /** Set for a failure that proves no server answered at the address (see {@link Unreachable}). */
+  unreachable?: Unreachable;
 }
 
 /** One attempt's answer, as read off the wire (no got object). */
@@ -76,6 +93,8 @@ export type Answer =
       status: number;
       /** The parsed JSON body; raw text when it was not JSON; null when empty. */
       body: unknown;
+      /** Why the body could not be read although the status line arrived (see `RawAttempt`). */
+      bodyError?: string | undefined;
     }
   | {
       type: 'transport';
@@ -87,7 +106,7 @@ export type Answer =
 
 /** Classifies one attempt's answer for an operation. */
 export function classifyAnswer(kind: AttemptKind, answer: Answer): AttemptClass {
-  if (answer.type === 'response') return classifyResponse(kind, answer.status, answer.body);
+  if (answer.type === 'response') return classifyResponse(kind, answer.status, answer.body, answer.bodyError);
   if (answer.proxy !== undefined) return classifyProxyFailure(answer.code, answer.proxy.status);
   const tls = tlsRefusal(answer.code);
   if (tls === 'tls_trust') return { outcome: 'misrouted', retry: false, errorCode: answer.code, breaker: 'neutral', throttled: false, halt: tls };
@@ -126,8 +145,12 @@ export function tlsRefusal(code: string): 'tls_trust' | 'tls_client_cert' | unde
   return TLS_CLIENT_CERT_ALERT.test(code) ? 'tls_client_cert' : undefined;
 }
 
-/** Classifies an HTTP answer by its status and, for a 2xx, by its body's `status`. */
-export function classifyResponse(kind: AttemptKind, status: number, body: unknown): AttemptClass {
+/**
+ * Classifies an HTTP answer by its status and, for a 2xx, by its body's `status`. `bodyError`: the
+ * body could not be read (the status still decides; a 2xx then succeeds with a warning).
+ */
+export function classifyResponse(kind: AttemptKind, status: number, body: unknown, bodyError?: string): AttemptClass {
+  if (bodyError !== undefined) body = null;
   const partnerCode = boundedCode(readString(body, 'error_code'));
   const base = { throttled: false };
   if (status >= 200 && status < 300) {
@@ -135,6 +158,12 @@ export function classifyResponse(kind: AttemptKind, status: number, body: unknow
       return readValidation(body) === undefined
         ? { ...base, outcome: 'retryable', retry: true, errorCode: 'unreadable_answer', breaker: 'failure' }
         : { ...base, outcome: 'ok', retry: false, errorCode: null, breaker: 'success' };
+    }
+    if (bodyError !== undefined) {
+      return {
+        ...base, outcome: 'ok', retry: false, errorCode: null, breaker: 'success',
+        warning: `the partner answered ${status}, but ${bodyError}: recorded as succeeded without its details`,
+      };
     }
     if (!isObject(body)) {
       return {
@@ -158,7 +187,7 @@ export function classifyResponse(kind: AttemptKind, status: number, body: unknow
   // From a proxy on the way (to a plain-HTTP request, or a gateway's own): not the partner's key.
   if (status === PROXY_AUTH_REQUIRED) return { ...base, outcome: 'forbidden', retry: false, errorCode: 'proxy_auth_required', breaker: 'neutral', halt: 'proxy_auth' };
   if (ENDPOINT_STATUSES.has(status)) return { ...base, outcome: 'misrouted', retry: false, errorCode: `http_${status}`, breaker: 'neutral', halt: 'endpoint' };
-  if (status === 429) return { outcome: 'retryable', retry: true, errorCode: partnerCode ?? 'rate_limited', breaker: 'neutral', throttled: true };
+  if (status === 429) return { outcome: 'retryable', retry: true, errorCode: partnerCode ?? 'rate_limited', breaker: 'refused', throttled: true };
   if (RETRYABLE_STATUSES.has(status)) {
     return { outcome: 'retryable', retry: true, errorCode: partnerCode ?? `http_${status}`, breaker: 'failure', throttled: false };
   }
@@ -177,8 +206,30 @@ export function classifyResponse(kind: AttemptKind, status: number, body: unknow
  * processed and is `in_doubt` (never resent blindly). Agent validation is a read: always retried.
  */
 export function classifyTransportFailure(kind: AttemptKind, code: string, bodySent: boolean): AttemptClass {
-  if (!bodySent || kind === 'agent_validate') return { outcome: 'retryable', retry: true, errorCode: code, breaker: 'failure', throttled: false };
+  if (!bodySent) {
+    const unreachable = unreachableBy(code);
+    return { outcome: 'retryable', retry: true, errorCode: code, breaker: 'failure', throttled: false, ...(unreachable === undefined ? {} : { unreachable }) };
+  }
+  if (kind === 'agent_validate') return { outcome: 'retryable', retry: true, errorCode: code, breaker: 'failure', throttled: false };
   return { outcome: 'in_doubt', retry: false, errorCode: code, breaker: 'in_doubt', throttled: false };
+}
+
+/** What a transport code that stopped a request before it left says of the address, if anything (see {@link Unreachable}). */
+export function unreachableBy(code: string): Unreachable | undefined {
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME' || code === 'EAI_FAIL') return 'name';
+  if (code === 'ECONNREFUSED') return 'refused';
+  if (isTlsFailure(code)) return 'tls';
+  return undefined;
+}
+
+/**
+ * True for a code of a failed TLS handshake: the connection never carried the request. `EPROTO`
+ * (TLS spoken to a plain HTTP port, say) is one only before the secure connection was made: the
+ * transport says so (`bodySent` false). A certificate we do not trust, or an alert refusing ours,
+ * halts the run whenever it comes ({@link tlsRefusal}, checked first).
+ */
+export function isTlsFailure(code: string): boolean {
+  return code === 'EPROTO' || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || TLS_UNTRUSTED.has(code);
 }
 
 /** A readable validation result (README, agent validation): HTTP 200, `status` success, `data.is_valid` a boolean. */

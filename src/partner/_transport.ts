@@ -13,10 +13,11 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContext } from 'node:tls';
+import { TextDecoder } from 'node:util';
 import got, { type Got } from 'got';
 import { HttpProxyAgent, HttpsProxyAgent } from 'hpagent';
 import { TOOL_VERSION } from '../version.js';
-import { BEFORE_SEND_PHASES, NEVER_LEFT_CODES } from './_classify.js';
+import { BEFORE_SEND_PHASES, isTlsFailure, NEVER_LEFT_CODES } from './_classify.js';
 import type { NetworkOptions } from './client-api.js';
 import { displayProxy } from './proxy.js';
 
@@ -35,6 +36,12 @@ export type RawAttempt =
       redacted?: boolean;
       /** Bytes of body received (up to the cut). */
       bytes: number;
+      /**
+       * Set when the status line arrived but the body could not be read: not the gzip or deflate
+       * its `Content-Encoding` says, cut short after the headers, in a charset that cannot be
+       * decoded, or not complete within the time-out. The answer is still classified by its status.
+       */
+      bodyError?: string;
     }
   | {
       type: 'transport';
@@ -125,13 +132,16 @@ export class Transport {
       let status = 0;
       let statusText = '';
       let retryAfter: string | undefined;
+      let charset: string | undefined;
       const chunks: Buffer[] = [];
       let bytes = 0;
       const stream = this.#got.stream.post(url, { body: payload });
-      const answer = (truncated: boolean): RawAttempt => ({
-        type: 'response', status, statusText, retryAfter, truncated, bytes,
-        text: chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'),
-      });
+      const answer = (truncated: boolean, bodyError?: string): RawAttempt => {
+        const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+        const decoded = decodeBody(body, charset);
+        const why = bodyError ?? decoded.error;
+        return { type: 'response', status, statusText, retryAfter, truncated, bytes, text: decoded.text, ...(why === undefined ? {} : { bodyError: why }) };
+      };
       const settle = (result: RawAttempt): void => {
         if (settled) return;
         settled = true;
@@ -142,6 +152,7 @@ export class Transport {
         statusText = response.statusMessage ?? http.STATUS_CODES[status] ?? '';
         const header = response.headers['retry-after'];
         retryAfter = Array.isArray(header) ? header[0] : header;
+        charset = charsetOf(response.headers['content-type']);
       });
       stream.on('data', (chunk: Buffer) => {
         if (settled) return;
@@ -158,7 +169,9 @@ export class Transport {
         bytes += chunk.length;
       });
       stream.on('end', () => settle(answer(false)));
-      stream.on('error', (error: unknown) => settle(describeTransportError(error, this.#proxyShown)));
+      // Once the status line has arrived the partner has answered: a body that then fails (a bad
+      // gzip, a reset, a time-out) leaves the answer unreadable, not the request in doubt.
+      stream.on('error', (error: unknown) => settle(status > 0 ? answer(false, describeBodyError(error)) : describeTransportError(error, this.#proxyShown)));
     });
   }
 
@@ -202,19 +215,52 @@ function secureContextOf(network: NetworkOptions): SecureContext | undefined {
   });
 }
 
+/** The `charset` parameter of a `Content-Type`, lower-cased; undefined when there is none. */
+export function charsetOf(contentType: string | undefined): string | undefined {
+  const match = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '');
+  return match?.[1]?.toLowerCase();
+}
+
+/**
+ * The body as text: UTF-8 unless the answer names another charset that the WHATWG Encoding
+ * standard knows (latin1, utf-16le…); a charset it does not know leaves the body unreadable.
+ */
+export function decodeBody(body: Buffer, charset: string | undefined): { text: string; error?: string } {
+  if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return { text: body.toString('utf8') };
+  let decoder: TextDecoder;
+  try {
+    decoder = new TextDecoder(charset);
+  } catch {
+    return { text: '', error: `its charset "${charset.slice(0, 40)}" cannot be decoded` };
+  }
+  return { text: decoder.decode(body) };
+}
+
+/** Why a body whose status line arrived could not be read, from got's error (never the error itself: it holds the key). */
+export function describeBodyError(error: unknown): string {
+  const e = (error ?? {}) as { code?: unknown; name?: unknown; event?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (code.startsWith('Z_')) return `the body is not the gzip or deflate its Content-Encoding says (${code})`;
+  if (e.name === 'TimeoutError') return 'the body did not arrive in time (time-out after the status line)';
+  return `the body was cut short after the headers (${code === '' ? 'connection closed' : code})`;
+}
+
 /**
  * Reads only what is needed from a got error: its code, a short text and whether the body left.
  * The error itself is dropped because it holds the options (and so the `x-api-key` header).
  * `proxyShown` names the proxy in the text of a failure of the proxy hop.
  */
 export function describeTransportError(error: unknown, proxyShown?: string): RawAttempt {
-  const e = (error ?? {}) as { code?: unknown; message?: unknown; event?: unknown; name?: unknown; timings?: { upload?: number }; cause?: unknown };
+  const e = (error ?? {}) as { code?: unknown; message?: unknown; event?: unknown; name?: unknown; timings?: { upload?: number; secureConnect?: number }; cause?: unknown };
   const viaProxy = (e.cause as { [PROXY_FAILURE]?: ProxyFailure } | undefined)?.[PROXY_FAILURE] ?? (e as { [PROXY_FAILURE]?: ProxyFailure })[PROXY_FAILURE];
   if (viaProxy !== undefined) return describeProxyFailure(viaProxy, e.code, (e.cause as { message?: unknown } | undefined)?.message ?? e.message, proxyShown ?? 'the proxy');
   const code = typeof e.code === 'string' && e.code !== '' ? e.code : 'ERR_REQUEST';
   const event = typeof e.event === 'string' ? e.event : undefined;
   let bodySent = e.timings?.upload !== undefined;
   if (NEVER_LEFT_CODES.has(code) || (event !== undefined && BEFORE_SEND_PHASES.has(event))) bodySent = false;
+  // A TLS handshake that failed carried nothing, although got counts the body as written (into the
+  // socket that was never secured). EPROTO after the secure connection was made may be mid-answer.
+  if (isTlsFailure(code) && (code !== 'EPROTO' || e.timings?.secureConnect === undefined)) bodySent = false;
   let detail: string;
   if (e.name === 'TimeoutError' && event !== undefined) {
     detail = `time-out in the '${event}' phase`;

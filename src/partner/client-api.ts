@@ -3,7 +3,7 @@
  * per-call hooks, the events it reports outside of calls, and the {@link PartnerClient} interface.
  * The implementation, with the retry policy of the README's outcomes, is `client.ts`.
  */
-import type { BreakerState } from './circuit-breaker.js';
+import type { BreakerCause, BreakerState } from './circuit-breaker.js';
 import type { ConcurrencyLimiter } from './concurrency.js';
 import type { MetricsSample } from './metrics.js';
 import type { AgentValidateResponse, QuoteSuccessResponse } from './schemas.js';
@@ -67,10 +67,14 @@ export interface NetworkOptions {
 
 /** What the client tells its caller outside of calls. */
 export type ClientEvent =
-  | { type: 'breaker_open'; operation: BreakerName; reason: string; giveUpAt: Date | null }
+  | { type: 'breaker_open'; operation: BreakerName; cause: BreakerCause; reason: string; giveUpAt: Date | null }
   | { type: 'breaker_closed'; operation: BreakerName; outageMs: number }
   | { type: 'probe'; attempt: AttemptRecord; email: string; answered: boolean }
-  | { type: 'halt'; kind: HaltKind; reason: string; retryAfter?: Date }
+  /**
+   * `retryAfter`: when the partner may be called again (`retry_after`); `since`: when it began to
+   * refuse everything (`refused`); `hint`: what to check (`unreachable`, which names the host).
+   */
+  | { type: 'halt'; kind: HaltKind; reason: string; retryAfter?: Date; since?: Date; hint?: string }
   /** The partner asked (Retry-After, within --max-retry-after) to wait until `until` before this request is sent again. */
   | { type: 'retry_after'; until: Date };
 
@@ -78,11 +82,14 @@ export type ClientEvent =
  * Why the client halted: `forbidden` the partner refused the key (401/403); `misrouted` it
  * answered 404/405 or a redirect (base URL or endpoint wrong); `retry_after` it asked to wait longer
  * than `maxRetryAfterMs` (`retryAfter`: when it may be asked again); `outage` a breaker stayed open
- * beyond `maxOutageMs`; `in_doubt` too many sends in doubt while the partner was not answering;
- * `proxy_auth` the proxy refused its credentials (407); `tls_trust` the partner's certificate is not
- * trusted; `tls_client_cert` the partner refused the connection for want of a client certificate it trusts.
+ * beyond `maxOutageMs`; `refused` the partner refused every request with 429 for `maxOutageMs` (a
+ * spent quota); `in_doubt` too many sends in doubt while the partner was not answering;
+ * `unreachable` the base URL has not answered once (its name does not resolve, the connection is
+ * refused, TLS fails); `proxy_auth` the proxy refused its credentials (407); `tls_trust` the
+ * partner's certificate is not trusted; `tls_client_cert` the partner refused the connection for
+ * want of a client certificate it trusts.
  */
-export type HaltKind = 'forbidden' | 'misrouted' | 'retry_after' | 'outage' | 'in_doubt' | 'proxy_auth' | 'tls_trust' | 'tls_client_cert';
+export type HaltKind = 'forbidden' | 'misrouted' | 'retry_after' | 'outage' | 'refused' | 'in_doubt' | 'unreachable' | 'proxy_auth' | 'tls_trust' | 'tls_client_cert';
 
 /** `validate`: agent validation; `submit`: quote and lead. */
 export type BreakerName = 'validate' | 'submit';

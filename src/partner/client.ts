@@ -13,8 +13,8 @@
 import { DEFAULTS } from '../config/defaults.js';
 import type { ZodType } from 'zod';
 import { formatDuration } from '../duration.js';
-import { describeAttempt, failureText, haltOf, parseAnswerBody, type HaltContext, type Parsed } from './_answer-text.js';
-import { classifyAnswer, type AttemptClass } from './_classify.js';
+import { describeAttempt, failureText, haltOf, parseAnswerBody, statusOf, type HaltContext, type Parsed } from './_answer-text.js';
+import { classifyAnswer, type AttemptClass, type Unreachable } from './_classify.js';
 import { sleep } from './_sleep.js';
 import { ThreadTransport } from './thread-transport.js';
 import type { RawAttempt } from './_transport.js';
@@ -137,7 +137,10 @@ class GotPartnerClient implements PartnerClient {
     for (const [name, b] of Object.entries(this.#breakers) as [BreakerName, CircuitBreaker][]) {
       b.gaveUpSignal.addEventListener('abort', () => {
         const what = name === 'submit' ? 'quotes/leads' : 'agent validation';
-        if (b.gaveUpBecause === 'in_doubt') {
+        if (b.gaveUpBecause === 'refused') {
+          const since = new Date(Date.now() - b.outageMs());
+          this.#haltWith('refused', `the partner has refused every request with 429 since ${clockTime(since)} (${formatDuration(b.outageMs())}; ${what}): its quota for this key may be spent; run again later`, undefined, since);
+        } else if (b.gaveUpBecause === 'in_doubt') {
           this.#haltWith('in_doubt', `${inDoubtBudget} requests in doubt since the partner stopped answering ${what} (at most 2 × --concurrency): halting rather than risk more`);
         } else {
           const last = this.#lastFailure === undefined ? '' : `; ${this.#lastFailure}`;
@@ -259,6 +262,7 @@ class GotPartnerClient implements PartnerClient {
     // does not use the row's attempts up: the call keeps retrying, and waits behind its own breaker
     // once that opens too; --max-outage bounds the wait. Otherwise a request uses its attempts up.
     let counted = 0;
+    let acceptedBefore = breaker.accepted;
 
     for (let attempt = 1; ; attempt += 1) {
       if (this.#heldUntilMs > Date.now() && (await sleep(this.#heldUntilMs - Date.now(), [options.signal, this.#halt.signal])) === 'aborted') {
@@ -292,26 +296,37 @@ class GotPartnerClient implements PartnerClient {
       const { raw, parsed, cls, record } = await this.#attempt(kind, payload);
       last = { raw, cls, parsed };
       slot.release({ latencyMs: record.durationMs, signal: limiterSignal(cls), timed: kind !== 'agent_validate' });
-      this.#feedBreaker(kind, breaker, permit, cls);
+      const retryAfterMs = raw.type === 'response' ? parseRetryAfter(raw.retryAfter, Date.now()) : undefined;
+      this.#feedBreaker(kind, breaker, permit, cls, retryAfterMs);
       attempts.push(record);
       options.onAttempt?.(record);
 
       const detail = describeAttempt(raw, parsed.body, cls);
       lastDetail = detail;
+      // Before anything of this run answered, an address that does not resolve, refuses the
+      // connection or fails TLS is a mistake in the base URL, not an outage to wait out.
+      if (cls.unreachable !== undefined && !this.#reached) {
+        const { reason, hint } = unreachableAdvice(cls.unreachable, this.#baseShown, statusOf(raw));
+        this.#haltWith('unreachable', reason, undefined, undefined, hint);
+        return finish('retryable', cls.errorCode, detail, { halt: reason });
+      }
       if (cls.outcome === 'forbidden' || cls.outcome === 'misrouted') {
         const { kind: haltKind, reason } = this.#haltFor(cls, raw, kind, '');
         this.#haltWith(haltKind, reason);
         return finish(cls.outcome, cls.errorCode, detail, { halt: reason });
       }
       if (!cls.retry) return finish(cls.outcome, cls.errorCode, detail);
-      const retryAfterMs = raw.type === 'response' ? parseRetryAfter(raw.retryAfter, Date.now()) : undefined;
       if (retryAfterMs !== undefined && retryAfterMs > this.#options.maxRetryAfterMs) {
         const until = new Date(Date.now() + retryAfterMs);
         const reason = `the partner asks to wait ${formatDuration(retryAfterMs)} (Retry-After, over --max-retry-after ${formatDuration(this.#options.maxRetryAfterMs)}); run again after ${until.toISOString()}`;
         this.#haltWith('retry_after', reason, until);
         return finish('retryable', cls.errorCode, `${detail}; Retry-After ${formatDuration(retryAfterMs)}`, { halt: reason });
       }
-      const outage = cls.breaker === 'failure' && Object.values(this.#breakers).some((b) => b.state !== 'closed');
+      // A 429 while the partner accepted nothing since this request last went out is its refusing
+      // everyone (a spent quota, which the breaker meets), not this request's turn: it is not counted.
+      const refusingAll = cls.breaker === 'refused' && breaker.accepted === acceptedBefore;
+      acceptedBefore = breaker.accepted;
+      const outage = (cls.breaker === 'failure' && Object.values(this.#breakers).some((b) => b.state !== 'closed')) || refusingAll;
       if (!outage) counted += 1;
       if (counted >= this.#options.maxAttempts) return finish('retryable', cls.errorCode, detail);
       const delay = calculateRetryDelay({
@@ -340,9 +355,12 @@ class GotPartnerClient implements PartnerClient {
       const permit = await breaker.acquire(signals);
       if (permit === 'gave_up') return 'halted';
       if (permit === 'aborted') return stopped();
-      const slot = await this.#limiter.acquire(signals);
+      // A permit of the closed breaker stops waiting for a slot when it opens: the calls queued
+      // for the limiter's pace would otherwise each take their turn before the trial.
+      const slot = await this.#limiter.acquire(permit.trial ? signals : [...signals, breaker.closedSignal]);
       if (slot === 'aborted') {
         breaker.release(permit);
+        if (!this.halted && signals.every((s) => s?.aborted !== true)) continue;
         return stopped();
       }
       if (!breaker.allows(permit)) {
@@ -350,9 +368,10 @@ class GotPartnerClient implements PartnerClient {
         breaker.release(permit);
         continue;
       }
-      if ((await this.#rate.acquire(signals)) === 'aborted') {
+      if ((await this.#rate.acquire(permit.trial ? signals : [...signals, breaker.closedSignal])) === 'aborted') {
         slot.release({ latencyMs: 0, signal: 'dropped' });
         breaker.release(permit);
+        if (!this.halted && signals.every((s) => s?.aborted !== true)) continue;
         return stopped();
       }
       // The rate cap may have held it a while: the breaker may have opened, the client halted.
@@ -365,16 +384,20 @@ class GotPartnerClient implements PartnerClient {
     }
   }
 
-  #feedBreaker(kind: AttemptKind, breaker: CircuitBreaker, permit: BreakerPermit, cls: AttemptClass): void {
+  #feedBreaker(kind: AttemptKind, breaker: CircuitBreaker, permit: BreakerPermit, cls: AttemptClass, retryAfterMs: number | undefined): void {
     const name: BreakerName = kind === 'agent_validate' ? 'validate' : 'submit';
     if (cls.breaker === 'success') {
       const closed = breaker.recordSuccess(permit);
       if (closed !== null) this.#onEvent({ type: 'breaker_closed', operation: name, outageMs: Math.round(closed.closedAfterMs) });
-    } else if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') {
-      const opening = breaker.recordFailure(permit, { inDoubt: cls.breaker === 'in_doubt', detail: cls.errorCode ?? undefined });
+    } else if (cls.breaker === 'failure' || cls.breaker === 'in_doubt' || cls.breaker === 'refused') {
+      const detail = cls.errorCode ?? undefined;
+      const opening = cls.breaker === 'refused'
+        ? breaker.recordRefusal(permit, { retryAfterMs, detail })
+        : breaker.recordFailure(permit, { inDoubt: cls.breaker === 'in_doubt', detail });
       if (opening !== null) {
         const giveUpAt = Number.isFinite(opening.giveUpAt) ? new Date(Date.now() + (opening.giveUpAt - performance.now())) : null;
-        this.#onEvent({ type: 'breaker_open', operation: name, reason: `${this.#redactor.redact(opening.reason)}${this.#neverAnswered()}`, giveUpAt });
+        const never = opening.cause === 'refusals' ? '' : this.#neverAnswered();
+        this.#onEvent({ type: 'breaker_open', operation: name, cause: opening.cause, reason: `${this.#redactor.redact(opening.reason)}${never}`, giveUpAt });
       }
       // Opened, or opened again by a failed trial: someone must probe.
       if (breaker.state === 'open') void this.#probeLoop();
@@ -450,9 +473,9 @@ class GotPartnerClient implements PartnerClient {
     const raw = await this.#transport.post(this.#endpoints[kind].url, payload);
     const durationMs = Math.round(performance.now() - t0);
     if (raw.type === 'response') this.#reached = true;
-    const parsed = raw.type === 'response' ? parseAnswerBody(raw.redacted === true ? raw.text : this.#redactor.redact(raw.text), raw.truncated, raw.bytes) : { body: null, stored: null };
+    const parsed = raw.type === 'response' ? parseAnswerBody(raw.redacted === true ? raw.text : this.#redactor.redact(raw.text), raw.truncated, raw.bytes, raw.bodyError) : { body: null, stored: null };
     const cls = classifyAnswer(kind, raw.type === 'response'
-      ? { type: 'response', status: raw.status, body: parsed.body }
+      ? { type: 'response', status: raw.status, body: parsed.body, bodyError: raw.bodyError }
       : raw);
     this.#metrics.record(durationMs, cls, kind !== 'agent_validate');
     if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') {
@@ -485,13 +508,55 @@ class GotPartnerClient implements PartnerClient {
     return `${none}: if that address is wrong, fix --base-url (or --env)`;
   }
 
-  #haltWith(kind: HaltKind, reason: string, retryAfter?: Date): void {
+  #haltWith(kind: HaltKind, reason: string, retryAfter?: Date, since?: Date, hint?: string): void {
     if (this.halted) return;
     this.#haltReason = this.#redactor.redact(reason);
     this.#haltKind = kind;
     this.#haltRetryAfter = retryAfter ?? null;
     this.#halt.abort();
-    this.#onEvent({ type: 'halt', kind, reason: this.#haltReason, ...(retryAfter === undefined ? {} : { retryAfter }) });
+    this.#onEvent({
+      type: 'halt', kind, reason: this.#haltReason,
+      ...(retryAfter === undefined ? {} : { retryAfter }), ...(since === undefined ? {} : { since }), ...(hint === undefined ? {} : { hint }),
+    });
+  }
+}
+
+/** `01:12`: a time of day as the operator's clock shows it (the process's time zone). */
+function clockTime(at: Date): string {
+  return `${String(at.getHours()).padStart(2, '0')}:${String(at.getMinutes()).padStart(2, '0')}`;
+}
+
+/**
+ * The halt of a run whose base URL never answered (see {@link Unreachable}): what failed, naming the
+ * address, and what to check. `failure`: the transport's code (`ENOTFOUND`).
+ */
+export function unreachableAdvice(why: Unreachable, base: string, failure: string): { reason: string; hint: string } {
+  const host = hostOf(base);
+  const where = '--base-url, --env, QUOTE_BATCH_*_URL or the config file';
+  switch (why) {
+    case 'name':
+      return {
+        reason: `the base URL ${base} has not answered once in this run: its host name ${host} does not resolve (${failure})`,
+        hint: `check the spelling of ${host} (${where}) and that this machine resolves it (DNS, /etc/hosts), then run the same command again`,
+      };
+    case 'refused':
+      return {
+        reason: `the base URL ${base} has not answered once in this run: ${host} refused the connection (${failure})`,
+        hint: `check the port of ${host} (${where}) and that the partner's service listens there, then run the same command again`,
+      };
+    case 'tls':
+      return {
+        reason: `the base URL ${base} has not answered once in this run: TLS with ${host} failed (${failure})`,
+        hint: `check that ${base} is the partner's https endpoint (not a plain HTTP port) and speaks TLS 1.2 or later (${where}); quote-batch never turns verification off`,
+      };
+  }
+}
+
+function hostOf(base: string): string {
+  try {
+    return new URL(base).host;
+  } catch {
+    return base;
   }
 }
 

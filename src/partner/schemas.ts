@@ -49,6 +49,15 @@ export const rentalLimit = z
 export const perPerson = z.string().regex(/^\d+_per_person$/, { error: 'expected <amount>_per_person' });
 export const phone10 = z.string().regex(/^\d{10}$/, { error: 'expected 10 digits' });
 export const emailAddress = z.email({ error: 'expected an e-mail address' });
+/**
+ * What an agent e-mail must look like before it is sent for validation (`run` records a row whose
+ * address fails this `invalid`; `agents` reports it without sending it): one `@`, a dot after it,
+ * no space. The partner decides the rest.
+ */
+const AGENT_EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export function isAgentEmail(text: string): boolean {
+  return AGENT_EMAIL.test(text);
+}
 export const httpUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
 export const ipAddress = z.union([z.ipv4(), z.ipv6()], { error: 'expected an IPv4 or IPv6 address' });
 /** Enumerated words are open sets (see {@link KNOWN_VALUES}): only the shape is checked here. */

@@ -61,6 +61,10 @@ export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>, here: 
       };
     case 'outage':
       return { code: 'E_CIRCUIT_OPEN', hint: 'the partner looks down: run the same command again later to resume (--max-outage sets how long a run waits for it)' };
+    case 'refused':
+      return { code: 'E_RATE_LIMITED', hint: "the partner takes no request from this key (every one answered 429): run the same command again once its quota is renewed (ask the partner when), to resume; --max-outage sets how long a run waits for it" };
+    case 'unreachable':
+      return { code: 'E_UNREACHABLE', hint: event.hint ?? 'check the base URL (--base-url, --env, QUOTE_BATCH_*_URL or the config file), then run the same command again' };
     case 'in_doubt':
       return { code: 'E_CIRCUIT_OPEN', hint: `the partner stopped answering after requests were sent, leaving rows in doubt: ${settleInDoubt(here)}, then run the same command again later to resume` };
     case 'proxy_auth':
@@ -107,9 +111,10 @@ export class RunMonitor {
         const giveUp = event.giveUpAt === null
           ? 'it will wait for the partner however long it takes (--max-outage 0)'
           : `the run gives up at ${event.giveUpAt.toISOString()} (--max-outage ${formatDuration(this.maxOutageMs)}) unless it recovers`;
+        const looks = event.cause === 'refusals' ? 'the partner refuses every request (its quota for this key may be spent)' : 'the partner looks down';
         this.logger.warn(
-          `the partner looks down (${OPERATION_NAMES[event.operation]}): ${event.reason}; no ${event.operation === 'submit' ? 'quote or lead' : 'validation'} leaves while the circuit breaker is open; probing with agent validation; ${giveUp}`,
-          { event: 'breaker_open', operation: event.operation, give_up_at: event.giveUpAt?.toISOString() ?? null },
+          `${looks} (${OPERATION_NAMES[event.operation]}): ${event.reason}; no ${event.operation === 'submit' ? 'quote or lead' : 'validation'} leaves while the circuit breaker is open; probing with agent validation; ${giveUp}`,
+          { event: 'breaker_open', operation: event.operation, cause: event.cause, give_up_at: event.giveUpAt?.toISOString() ?? null },
         );
         break;
       }
@@ -127,7 +132,9 @@ export class RunMonitor {
       case 'halt': {
         // Like every error line under --json-log: its code, what to do, and the exit code (a halt is always 3).
         const { code, hint } = haltAdvice(event, { ledger: this.ledger.path, job: this.jobId });
-        this.logger.error(`halting: ${event.reason}`, { event: 'halt', code, hint, exit_code: exitCodeOfError(code) });
+        this.logger.error(`halting: ${event.reason}`, {
+          event: 'halt', code, hint, exit_code: exitCodeOfError(code), ...(event.since === undefined ? {} : { refused_since: event.since.toISOString() }),
+        });
         break;
       }
     }

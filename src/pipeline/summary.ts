@@ -31,6 +31,10 @@ export function nextStep(result: RunJobResult, ledgerPath: string): string {
         return 'job not completed: the partner\'s TLS certificate is not trusted; give its CA with --ca-file, then run again to resume';
       case 'tls_client_cert':
         return 'job not completed: the partner refused the TLS connection without a client certificate it trusts; give it with --client-cert and --client-key, then run again to resume';
+      case 'refused':
+        return `job not completed: ${reason}`;
+      case 'unreachable':
+        return `job not completed: ${reason}; fix the base URL (--base-url, --env, QUOTE_BATCH_*_URL or the config file), then run the same command again`;
       case 'in_doubt':
         // A resumed run does not resend rows in doubt: saying only "run again" would leave them.
         return `job not completed: the partner stopped answering and ${result.counts.in_doubt} row(s) are in doubt; ${settleInDoubt(here)}, then run the same command again later to resume`;

@@ -32,6 +32,8 @@ export interface SourceInput {
   rereadRunOnQuotes?: boolean;
   /** As the job reads its input (`jobs.input_reader`; see `InputOptions.anyLineEnd`); default true. */
   anyLineEnd?: boolean;
+  /** As the job reads its input (`jobs.input_reader`; see `InputOptions.crCrLf`); default true. */
+  crCrLf?: boolean;
 }
 
 export interface SourceExportOptions {
@@ -145,7 +147,7 @@ function openBytes(input: SourceInput): Readable {
  * offset of the record after it, as the reader finds it; undefined at the end of the input.
  */
 async function csvRecordEnd(input: SourceInput, row: SourceRow): Promise<number | undefined> {
-  const options: InputOptions = { format: input.format, delimiter: input.delimiter, rereadRunOnQuotes: input.rereadRunOnQuotes, anyLineEnd: input.anyLineEnd };
+  const options: InputOptions = { format: input.format, delimiter: input.delimiter, rereadRunOnQuotes: input.rereadRunOnQuotes, anyLineEnd: input.anyLineEnd, crCrLf: input.crCrLf };
   const reader = await openInput(input.path, {
     ...options, start: { offset: row.source_offset as number, rowNumber: row.row_number, line: row.source_line ?? 2 },
   });

@@ -61,10 +61,25 @@ describe('quote-batch agents', () => {
       ['valid.agent@example.test', true, 'xyz-100000001', 'ok', 200],
       ['ineligible.agent@example.test', false, null, 'ok', 200],
       ['unknown.agent@example.test', false, null, 'ok', 200],
-      ['not-an-email', false, null, 'rejected', 400],
+      ['not-an-email', false, null, 'malformed', null],
     ]);
     expect(rows[1]?.message).toBe('The specified user_type does not match the account.');
-    expect(rows[3]?.message).toMatch(/e-mail/);
+    expect(rows[3]?.message).toBe('not an e-mail address: not sent to the partner');
+  });
+
+  it('validates addresses locally first, as run does: a malformed one is never sent', async () => {
+    const result = await agents(['not an email', 'a@b', 'two@@example.test', 'valid.agent@example.test', '--base-url', sandbox.url, '--env', 'sandbox']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('');
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines.slice(1)).toEqual([
+      'not an email              no     -              not an e-mail address: not sent to the partner',
+      'a@b                       no     -              not an e-mail address: not sent to the partner',
+      'two@@example.test         no     -              not an e-mail address: not sent to the partner',
+      'valid.agent@example.test  yes    xyz-100000001  User verification success',
+    ]);
+    // Only the well-formed address reached the partner.
+    expect(sandbox.stats().operations.validate.received).toBe(1);
   });
 
   it('exits 3 on 403 and says why, without ever printing the key', async () => {
@@ -76,12 +91,31 @@ describe('quote-batch agents', () => {
     expect(sandbox.stats().operations.validate.received).toBe(1);
   });
 
-  it('exits 3 when the partner cannot be reached, naming the failure', async () => {
+  it('exits 3 at once when the base URL never answers, naming the host and what to check', async () => {
     const port = await findClosedPort();
-    const result = await agents(['valid.agent@example.test', '--env', 'sandbox', '--base-url', `http://127.0.0.1:${port}`]);
+    const started = Date.now();
+    const result = await agents(['valid.agent@example.test', 'second.agent@example.test', '--env', 'sandbox', '--base-url', `http://127.0.0.1:${port}`]);
+    expect(Date.now() - started).toBeLessThan(10_000);
     expect(result.code).toBe(3);
-    expect(result.stderr).toMatch(/valid\.agent@example\.test: no answer from the partner: .*ECONNREFUSED/);
+    expect(result.stderr).toBe(
+      `error: the base URL http://127.0.0.1:${port} has not answered once in this run: 127.0.0.1:${port} refused the connection (ECONNREFUSED)\n`
+      + `hint: check the port of 127.0.0.1:${port} (--base-url, --env, QUOTE_BATCH_*_URL or the config file) and that the partner's service listens there, then run the same command again\n`,
+    );
     expect(`${result.stdout}${result.stderr}`).not.toContain(CANARY);
+  });
+
+  it('--json-log: every stderr line is one JSON object, the error with its code, hint and exit code', async () => {
+    const port = await findClosedPort();
+    const results = [
+      await agents(['valid.agent@example.test', '--env', 'sandbox', '--base-url', `http://127.0.0.1:${port}`, '--json-log']),
+      await agents(['valid.agent@example.test', '--env', 'sandbox', '--json-log'], { QUOTE_BATCH_API_KEY: CANARY }),
+      await agents(['valid.agent@example.test', '--env', 'staging', '--json-log']),
+    ];
+    expect(results.map((r) => r.code)).toEqual([3, 1, 2]);
+    const lines = results.map((r) => r.stderr.trimEnd().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>));
+    expect(lines[0]).toEqual([expect.objectContaining({ level: 'error', event: 'error', code: 'E_UNREACHABLE', exit_code: 3, hint: expect.stringMatching(/^check the port of /) })]);
+    expect(lines[1]).toEqual([expect.objectContaining({ level: 'info', event: 'sandbox_started' })]);
+    expect(lines[2]).toEqual([expect.objectContaining({ level: 'error', code: 'E_USAGE', exit_code: 2 })]);
   });
 
   it('starts the embedded sandbox with ./samples/agents.csv for --env sandbox', async () => {

@@ -33,7 +33,13 @@ export type Behaviour =
   /** Forward, then answer with the sandbox's status and a body of `bytes` bytes (generated as it is written). */
   | { kind: 'forward-then-big'; bytes: number }
   /** Forward, then add the API key (as the partner received it) to the answer, in the given form. */
-  | { kind: 'forward-then-echo-key'; form: EchoForm };
+  | { kind: 'forward-then-echo-key'; form: EchoForm }
+  /**
+   * Forward (the partner did the work), then answer with the sandbox's status and a body that
+   * cannot be decoded: plain JSON labelled `Content-Encoding: gzip` or `deflate`, or labelled with
+   * a charset nobody knows.
+   */
+  | { kind: 'forward-then-garbled'; how: 'gzip' | 'deflate' | 'charset' };
 
 export interface RequestInfo {
   operation: Operation;
@@ -150,6 +156,11 @@ export async function startMisbehavingPartner(upstreamUrl: string, script: Scrip
             return;
           case 'forward-then-big':
             writeBig(res, answer.status, behaviour.bytes);
+            return;
+          case 'forward-then-garbled':
+            send(res, answer.status, answer.body, behaviour.how === 'charset'
+              ? { 'content-type': 'application/json; charset=x-klingon' }
+              : { 'content-encoding': behaviour.how });
             return;
           case 'forward-then-echo-key': {
             const key = String(req.headers['x-api-key'] ?? '');

@@ -49,6 +49,50 @@ describe('CSV reader', () => {
     }
   });
 
+  it('reads a file mixing CR CR LF and CRLF (or LF) line ends as a person would: one row a line, no stray CR in a value, whatever the chunks', async () => {
+    const dir = makeTempDir();
+    try {
+      const cases = [
+        // The header's line end first, then the others.
+        ['id,name\r\r\n1,Ann\r\n2,Bo\r\r\n3,Cy\r\n', [[1, 3, 10], [2, 4, 17], [3, 6, 24]]],
+        ['id,name\r\n1,Ann\r\r\n2,Bo\r\n3,Cy\r\r\n', [[1, 2, 9], [2, 4, 17], [3, 5, 23]]],
+        ['id,name\n1,Ann\r\r\n2,Bo\n\r\r\n3,Cy\r\n', [[1, 2, 8], [2, 4, 16], [3, 7, 24]]],
+      ] as const;
+      for (const [text, at] of cases) {
+        writeFileSync(dir.path('mixed.csv'), text);
+        const { items } = await readAll(dir.path('mixed.csv'));
+        // Line numbers count a lone CR as a break too, as elsewhere (an editor shows CR CR LF as two).
+        expect(items.map((i) => [i.rowNumber, i.line, i.offset]), JSON.stringify(text)).toEqual(at);
+        expect(items.map((i) => (i.kind === 'record' ? i.record : i.message))).toEqual([{ id: '1', name: 'Ann' }, { id: '2', name: 'Bo' }, { id: '3', name: 'Cy' }]);
+        const bytes = Buffer.from(text);
+        for (let cut = 1; cut < bytes.length; cut += 1) {
+          const decoder = new CsvDecoder({ label: 'mixed.csv', delimiter: ',', maxRecordBytes: 4096, anyLineEnd: true, crCrLf: true });
+          const pieces: InputItem[] = [];
+          decoder.write(bytes.subarray(0, cut), pieces);
+          decoder.write(bytes.subarray(cut), pieces);
+          decoder.end(pieces);
+          expect(pieces, `${JSON.stringify(text)} cut at ${cut}`).toEqual(items);
+        }
+      }
+      // A quote that ran on is told from a line end of two breaks, line by line.
+      writeFileSync(dir.path('ran-on.csv'), 'id;name;city\r\n1;"Bo"x;Dallas\r\r\n2;"Cy;Houston\r\n3;Di;"El Paso"\r\r\n4;Ed;Waco\r\n');
+      expect(summarize((await readAll(dir.path('ran-on.csv'), { delimiter: ';' })).items)).toEqual([
+        [1, 2, 'line 2: invalid closing quote in field 2 ("name"): a closing quote must be followed by the delimiter or the line end'],
+        [2, 4, 'line 4: invalid closing quote in field 2 ("name"): a closing quote must be followed by the delimiter or the line end; read as its first line alone, the lines after it as rows'],
+        [3, 5, { id: '3', name: 'Di', city: 'El Paso' }],
+        [4, 7, { id: '4', name: 'Ed', city: 'Waco' }],
+      ]);
+      // As a job begun before (input_reader 3) read it: it keeps its row numbers.
+      writeFileSync(dir.path('mixed.csv'), cases[0][0]);
+      expect(summarize((await readAll(dir.path('mixed.csv'), { crCrLf: false })).items)).toEqual([
+        [1, 3, 'line 3: wrong number of fields (expected 2, got 3)'],
+        [2, 6, { id: '3', name: 'Cy\r\n' }],
+      ]);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
   it('reads quoted fields with embedded newlines and doubled quotes; line is where the record starts', async () => {
     const { items } = await readAll(fixture('embedded-newline.csv'));
     expect(summarize(items)).toEqual([

@@ -101,7 +101,7 @@ describe('CircuitBreaker', () => {
     expect(breaker.nextProbeAt - now()).toBe(4000); // maxCooldownMs
   });
 
-  it('a released trial (a 429) lets the next caller be the trial', async () => {
+  it('a released trial (unused: its call was stopped) lets the next caller be the trial', async () => {
     const { breaker } = makeBreaker();
     for (let i = 0; i < 3; i += 1) breaker.recordFailure(await permitOf(breaker));
     breaker.probeSucceeded({ closes: false });
@@ -134,6 +134,86 @@ describe('CircuitBreaker', () => {
     await new Promise((r) => setTimeout(r, 120));
     expect(other.gaveUp).toBe(false);
     expect(other.state).toBe('closed');
+  });
+});
+
+describe('CircuitBreaker: refusals (429), a partner that takes nothing', () => {
+  it.each([
+    // events: r = refusal, s = success, f = failure, +N = N ms pass; openAfterFailures; state after
+    ['10 refusals in a row within 4 s: a rate cap, not an outage', 'r r r r r r r r r +4000 r', 10, 'closed'],
+    ['10 refusals in a row over 5 s, none accepted', 'r r r r r r r r r +5000 r', 10, 'open'],
+    ['9 refusals over 6 s: too few', 'r r r r r r r r +6000 r', 10, 'closed'],
+    ['a success between them starts the streak again', 'r r r r r +5000 s r r r r r r r r r r', 10, 'closed'],
+    ['a 5xx between them does not: the partner accepted nothing', 'r r r r f r r r r +5000 r r', 10, 'open'],
+    ['refusals do not reset the failures that open it', 'f r f r f', 3, 'open'],
+  ] as const)('%s', async (_name, events, openAfterFailures, state) => {
+    const { breaker, advance } = makeBreaker({ openAfterFailures });
+    for (const e of events.split(' ')) {
+      if (e.startsWith('+')) {
+        advance(Number(e.slice(1)));
+        continue;
+      }
+      const permit = await permitOf(breaker);
+      if (e === 's') breaker.recordSuccess(permit);
+      else if (e === 'f') breaker.recordFailure(permit);
+      else breaker.recordRefusal(permit, { detail: 'rate_limited' });
+    }
+    expect(breaker.state).toBe(state);
+  });
+
+  it('opens saying so, counts the outage from the first refusal, and gives up as refused', async () => {
+    const { breaker, advance } = makeBreaker({ openAfterFailures: 3, maxOutageMs: 5060 });
+    const closed = breaker.closedSignal;
+    breaker.recordRefusal(await permitOf(breaker));
+    advance(2500);
+    breaker.recordRefusal(await permitOf(breaker));
+    advance(2500);
+    const opening = breaker.recordRefusal(await permitOf(breaker), { detail: 'quota_exceeded' });
+    expect(opening).toEqual({ reason: '3 requests in a row refused with 429 over 5 s, none accepted (last: quota_exceeded)', cause: 'refusals', giveUpAt: 5060 });
+    expect(breaker.outageMs()).toBe(5000);
+    // Callers still waiting for a slot with a permit of the closed breaker are told.
+    expect(closed.aborted).toBe(true);
+    expect(await blocks(breaker)).toBe(true);
+    await new Promise((r) => setTimeout(r, 200)); // the give-up timer: 60 ms of real time left
+    expect(breaker.gaveUp).toBe(true);
+    expect(breaker.gaveUpBecause).toBe('refused');
+  });
+
+  it('a refused trial opens it again, waiting longer; a Retry-After puts the next probe off until then', async () => {
+    const { breaker, advance, now } = makeBreaker({ openAfterFailures: 2, openAfterRefusingMs: 0 });
+    breaker.recordRefusal(await permitOf(breaker));
+    breaker.recordRefusal(await permitOf(breaker));
+    expect(breaker.state).toBe('open');
+    expect(breaker.nextProbeAt - now()).toBe(1000);
+    advance(1000);
+    breaker.probeSucceeded({ closes: false });
+    const trial = await permitOf(breaker);
+    expect(trial.trial).toBe(true);
+    breaker.recordRefusal(trial);
+    expect(breaker.state).toBe('open');
+    expect(breaker.nextProbeAt - now()).toBe(2000);
+    breaker.probeSucceeded({ closes: false });
+    breaker.recordRefusal(await permitOf(breaker), { retryAfterMs: 60_000 });
+    expect(breaker.nextProbeAt - now()).toBe(60_000);
+    breaker.probeFailed();
+    expect(breaker.nextProbeAt - now()).toBe(60_000);
+  });
+
+  it('counts what it accepted, and gives a fresh closed signal once it closes', async () => {
+    const { breaker } = makeBreaker({ openAfterFailures: 1, openAfterRefusingMs: 0 });
+    expect(breaker.accepted).toBe(0);
+    breaker.recordSuccess(await permitOf(breaker));
+    expect(breaker.accepted).toBe(1);
+    const first = breaker.closedSignal;
+    breaker.recordRefusal(await permitOf(breaker));
+    expect(first.aborted).toBe(true);
+    expect(breaker.refusedSince).toBe(0);
+    breaker.probeSucceeded({ closes: false });
+    breaker.recordSuccess(await permitOf(breaker));
+    expect(breaker.state).toBe('closed');
+    expect(breaker.accepted).toBe(2);
+    expect(breaker.refusedSince).toBeNull();
+    expect(breaker.closedSignal.aborted).toBe(false);
   });
 });
 

@@ -1,6 +1,7 @@
 /** Contract §5's answer table, row by row, for quote/lead and for agent validation. */
 import { describe, expect, it } from 'vitest';
-import { classifyAnswer, classifyResponse, classifyTransportFailure, readValidation, tlsRefusal, type Answer } from '../../src/partner/_classify.js';
+import { classifyAnswer, classifyResponse, classifyTransportFailure, readValidation, tlsRefusal, unreachableBy, type Answer } from '../../src/partner/_classify.js';
+import { charsetOf, decodeBody, describeBodyError, describeTransportError } from '../../src/partner/_transport.js';
 
 const FAILED = { status: 'failed', message: 'State AK is not supported', error_code: 'state_not_supported' };
 const SUCCESS = { status: 'success', message: 'Processed successfully.', transaction_id: 't-1' };
@@ -8,6 +9,11 @@ const VALID = { status: 'success', message: 'User verification success', data: {
 const NOT_VALID = { status: 'success', message: 'User not found.', data: { is_valid: false } };
 
 const response = (status: number, body: unknown = null): Answer => ({ type: 'response', status, body });
+/** An answer whose status line arrived and whose body then could not be read. */
+const unreadable = (status: number, bodyError: string, body: unknown = null): Answer => ({ type: 'response', status, body, bodyError });
+const BAD_GZIP = 'the body is not the gzip or deflate its Content-Encoding says (Z_DATA_ERROR)';
+const CUT = 'the body was cut short after the headers (ECONNRESET)';
+const CHARSET = 'its charset "x-klingon" cannot be decoded';
 
 describe('quote and lead answers', () => {
   it.each([
@@ -28,7 +34,7 @@ describe('quote and lead answers', () => {
     ['405', response(405), 'misrouted', false, 'neutral', false, 'http_405'],
     ['301', response(301), 'misrouted', false, 'neutral', false, 'unexpected_redirect'],
     ['307', response(307), 'misrouted', false, 'neutral', false, 'unexpected_redirect'],
-    ['429', response(429), 'retryable', true, 'neutral', true, 'rate_limited'],
+    ['429', response(429), 'retryable', true, 'refused', true, 'rate_limited'],
     ['500', response(500, { error_code: 'server_error' }), 'retryable', true, 'failure', false, 'server_error'],
     ['502', response(502), 'retryable', true, 'failure', false, 'http_502'],
     // With or without Retry-After (its wait is the client's): an outage or overload, not a rate limit.
@@ -39,9 +45,24 @@ describe('quote and lead answers', () => {
     ['reset after the body left', { type: 'transport', code: 'ECONNRESET', bodySent: true }, 'in_doubt', false, 'in_doubt', false, 'ECONNRESET'],
     ['refused', { type: 'transport', code: 'ECONNREFUSED', bodySent: false }, 'retryable', true, 'failure', false, 'ECONNREFUSED'],
     ['reset before the body left', { type: 'transport', code: 'ECONNRESET', bodySent: false }, 'retryable', true, 'failure', false, 'ECONNRESET'],
+    // Once the status line arrived, the status decides, whatever happens to the body after it.
+    ['200, a body that is not the gzip it claims', unreadable(200, BAD_GZIP, '{"status":"failed"}'), 'ok', false, 'success', false, null],
+    ['200, a body cut short after the headers', unreadable(200, CUT, '{"status":"fai'), 'ok', false, 'success', false, null],
+    ['200, a charset it cannot read', unreadable(200, CHARSET), 'ok', false, 'success', false, null],
+    ['400, a body cut short', unreadable(400, CUT), 'rejected', false, 'success', false, 'http_400'],
+    ['429, a bad gzip', unreadable(429, BAD_GZIP), 'retryable', true, 'refused', true, 'rate_limited'],
+    ['503, a body cut short', unreadable(503, CUT), 'retryable', true, 'failure', false, 'http_503'],
+    ['501, a bad gzip (a write may have applied)', unreadable(501, BAD_GZIP), 'in_doubt', false, 'in_doubt', false, 'http_501'],
+    ['403, a bad gzip', unreadable(403, BAD_GZIP), 'forbidden', false, 'neutral', false, 'forbidden'],
   ] as const)('%s', (_name, answer, outcome, retry, breaker, throttled, errorCode) => {
     for (const kind of ['quote', 'lead'] as const) {
       expect(classifyAnswer(kind, answer)).toMatchObject({ outcome, retry, breaker, throttled, errorCode });
+    }
+  });
+
+  it('a 2xx whose body could not be read succeeds with a warning that says why', () => {
+    for (const why of [BAD_GZIP, CUT, CHARSET]) {
+      expect(classifyAnswer('quote', unreadable(200, why, '{"status":"success"}')).warning).toBe(`the partner answered 200, but ${why}: recorded as succeeded without its details`);
     }
   });
 
@@ -74,8 +95,10 @@ describe('agent validation answers', () => {
     ['403', response(403, { status: 'error', message: 'Forbidden' }), 'forbidden', false, 'neutral'],
     ['404', response(404), 'misrouted', false, 'neutral'],
     ['302', response(302), 'misrouted', false, 'neutral'],
-    ['429', response(429), 'retryable', true, 'neutral'],
+    ['429', response(429), 'retryable', true, 'refused'],
     ['500', response(500), 'retryable', true, 'failure'],
+    ['200 valid, then a bad gzip', unreadable(200, BAD_GZIP, VALID), 'retryable', true, 'failure'],
+    ['200, cut short after the headers', unreadable(200, CUT), 'retryable', true, 'failure'],
     ['501', response(501), 'retryable', true, 'failure'],
     ['time-out after the body left', { type: 'transport', code: 'ETIMEDOUT', bodySent: true }, 'retryable', true, 'failure'],
     ['reset after the body left', { type: 'transport', code: 'ECONNRESET', bodySent: true }, 'retryable', true, 'failure'],
@@ -103,6 +126,48 @@ describe('classifyTransportFailure', () => {
     expect(classifyTransportFailure('quote', 'ECONNREFUSED', false)).toMatchObject({ outcome: 'retryable', retry: true });
     expect(classifyTransportFailure('lead', 'ETIMEDOUT', true)).toMatchObject({ outcome: 'in_doubt', retry: false });
     expect(classifyTransportFailure('agent_validate', 'ECONNRESET', true)).toMatchObject({ outcome: 'retryable', retry: true });
+  });
+
+  it.each([
+    // code, body sent, what it says of the address
+    ['ENOTFOUND', false, 'name'],
+    ['EAI_AGAIN', false, 'name'],
+    ['ECONNREFUSED', false, 'refused'],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', false, 'tls'],
+    ['ERR_SSL_NO_SHARED_CIPHER', false, 'tls'],
+    ['EPROTO', false, 'tls'],
+    ['ECONNRESET', false, undefined],
+    ['ETIMEDOUT', false, undefined],
+    ['EHOSTUNREACH', false, undefined],
+    ['ECONNRESET', true, undefined],
+    ['EPROTO', true, undefined],
+  ] as const)('%s (body sent: %s) says the address is unreachable: %s', (code, bodySent, kind) => {
+    for (const op of ['quote', 'agent_validate'] as const) expect(classifyTransportFailure(op, code, bodySent).unreachable).toBe(kind);
+    if (!bodySent) expect(unreachableBy(code)).toBe(kind);
+  });
+
+  it('a TLS handshake that failed never carried the body, although got counts it written', () => {
+    expect(describeTransportError({ code: 'EPROTO', message: 'wrong version number', timings: { upload: 1 } })).toMatchObject({ bodySent: false });
+    expect(describeTransportError({ code: 'CERT_HAS_EXPIRED', message: 'expired', timings: { upload: 1, secureConnect: 1 } })).toMatchObject({ bodySent: false });
+    // Once the connection was secured, a protocol error may come mid-answer: the body may have left.
+    expect(describeTransportError({ code: 'EPROTO', message: 'bad record', timings: { upload: 1, secureConnect: 1 } })).toMatchObject({ bodySent: true });
+  });
+});
+
+describe('bodies the transport cannot read', () => {
+  it('decodes UTF-8 by default, a charset the Encoding standard knows, and refuses an unknown one', () => {
+    expect(charsetOf('application/json; charset="UTF-16LE"')).toBe('utf-16le');
+    expect(charsetOf('application/json')).toBeUndefined();
+    expect(decodeBody(Buffer.from('{"a":"é"}'), undefined)).toEqual({ text: '{"a":"é"}' });
+    expect(decodeBody(Buffer.from('{"a":"é"}', 'utf16le'), 'utf-16le')).toEqual({ text: '{"a":"é"}' });
+    expect(decodeBody(Buffer.from([0x7b, 0xe9, 0x7d]), 'iso-8859-1')).toEqual({ text: '{é}' });
+    expect(decodeBody(Buffer.from('{}'), 'x-klingon')).toEqual({ text: '', error: CHARSET });
+  });
+
+  it('says why, from the error got gave after the status line', () => {
+    expect(describeBodyError({ name: 'ReadError', code: 'Z_DATA_ERROR' })).toBe(BAD_GZIP);
+    expect(describeBodyError({ name: 'ReadError', code: 'ECONNRESET' })).toBe(CUT);
+    expect(describeBodyError({ name: 'TimeoutError', code: 'ETIMEDOUT', event: 'request' })).toMatch(/did not arrive in time/);
   });
 });
 

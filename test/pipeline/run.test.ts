@@ -134,7 +134,7 @@ describe('run', () => {
     expect(rowsNow[4]).toMatchObject({ row_number: 5, state: 'invalid' });
     expect(rowsNow[5]?.state).not.toBe('invalid');
     const reader = new Database(tmp.path('now.db'), { readonly: true });
-    expect(reader.prepare('SELECT input_reader FROM jobs').pluck().get()).toBe(3);
+    expect(reader.prepare('SELECT input_reader FROM jobs').pluck().get()).toBe(4); // INPUT_READER: CR CR LF ends a record too (src/ledger/schema.ts)
     reader.close();
 
     // A job begun before: its first run read rows 1-3, then quote-batch was upgraded.
@@ -171,6 +171,31 @@ describe('run', () => {
     const before = await runMixed(tmp.path('mixed-before.db'));
     expect(before.code).toBe(0);
     expect(readLedger(tmp.path('mixed-before.db')).rows.map((row) => row.row_number)).toEqual([1, 2, 3]);
+  });
+
+  it('reads a file mixing CR CR LF and CRLF line ends as rows, each as the samples have it; a job begun before (input_reader 3) keeps reading it the old way', async () => {
+    const [header, ...rows] = readFileSync(SAMPLE_CSV, 'utf8').replace(/\r\n$/, '').split('\r\n');
+    const input = tmp.path('crcrlf.csv');
+    // A CRLF file converted again, then rows appended by a tool that writes CRLF: every other row too.
+    writeFileSync(input, `${header}\r\r\n${rows.map((row, i) => `${row}${i % 2 === 0 ? '\r\r\n' : '\r\n'}`).join('')}`);
+    const runMixed = (ledger: string, extra: string[] = []) =>
+      runCli(['run', input, '--mapping', MAPPING_CSV, '--base-url', sandbox.url, '--env', 'sandbox', '--ledger', ledger, '--quiet', ...extra], { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: KEY } });
+    const now = await runMixed(tmp.path('crcrlf-now.db'));
+    expect(now.code).toBe(1);
+    const plain = await run([]);
+    expect(plain.code).toBe(1);
+    // Row for row as the samples themselves read.
+    const states = (path: string) => readLedger(path).rows.map((row) => `${row.row_number}:${row.state}`);
+    expect(states(tmp.path('crcrlf-now.db'))).toEqual(states(tmp.path('l.db')));
+
+    // A job begun before (input_reader 3): only CR CR LF, the header's line end, ends a record there.
+    expect((await runMixed(tmp.path('crcrlf-before.db'), ['--limit', '1'])).code).toBe(3);
+    const db = new Database(tmp.path('crcrlf-before.db'));
+    db.prepare('UPDATE jobs SET input_reader = 3').run();
+    db.close();
+    await runMixed(tmp.path('crcrlf-before.db'));
+    // Row 1 alone, then each row ending CRLF read with the next as one record, the last alone: 101.
+    expect(readLedger(tmp.path('crcrlf-before.db')).rows).toHaveLength(101);
   });
 
   it('halts on 403 without sending a quote, and never prints the key', async () => {

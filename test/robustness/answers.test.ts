@@ -14,7 +14,7 @@ import type { SandboxHandle } from '../../src/sandbox/index.js';
 import { runCli, type CliResult } from '../helpers/cli.js';
 import { startMisbehavingPartner, type Behaviour, type MisbehavingPartner, type RequestInfo } from '../helpers/misbehaving-partner.js';
 import { makeTempDir, type TempDir } from '../helpers/temp-dir.js';
-import { generateLeads, MAPPING_CSV, readLedger } from '../pipeline/_setup.js';
+import { generateLeads, MAPPING_CSV, readLedger, SAMPLE_CSV } from '../pipeline/_setup.js';
 import { CANARY_KEY, expectedStateOf, expectNoSecrets, startCanarySandbox } from './_shared.js';
 
 const ROWS = 30;
@@ -333,8 +333,7 @@ describe('quote answers (README, "Outcomes, resume and the ledger")', () => {
   it.each([
     ['a reset after the body was sent', { kind: 'forward-then', then: 'reset' } as const, 'ECONNRESET'],
     ['a time-out after the body was sent', { kind: 'forward-then', then: 'hang' } as const, 'ETIMEDOUT'],
-    ['an answer cut off', { kind: 'forward-then', then: 'cut' } as const, 'ECONNRESET'],
-  ])('%s: in_doubt, never resent blindly', async (_name, behaviour, code) => {
+  ])('%s (no status line): in_doubt, never resent blindly', async (_name, behaviour, code) => {
     const { script, keys } = byFirstLeads([{ kind: 'forward' }, behaviour]);
     const { ledger } = await setUp(script);
     const result = await run(ledger, ['--timeout', '1500']);
@@ -344,6 +343,21 @@ describe('quote answers (README, "Outcomes, resume and the ledger")', () => {
     expect(doubtful[0]?.error_code).toBe(code);
     const again = await run(ledger);
     expect(again.code).toBe(3);
+    expect(partner?.received.quote).toBe(sentRows.length);
+    expect(partner?.duplicateLeads()).toEqual([]);
+  });
+
+  it('an answer cut short after its status line (200): succeeded with the unreadable-answer warning, not in doubt', async () => {
+    const { script, keys } = byFirstLeads([{ kind: 'forward' }, { kind: 'forward-then', then: 'cut' }]);
+    const { ledger } = await setUp(script);
+    const result = await run(ledger, ['--timeout', '1500']);
+    expect(result.code, result.stderr).toBe(1);
+    const cut = rowsByKey(ledger).get(keys[1] ?? '');
+    expect(cut).toMatchObject({ state: 'succeeded', http_status: 200 });
+    expect(JSON.parse(cut?.input_issues_json ?? '[]')).toEqual([
+      { severity: 'warning', type: 'unreadable_answer', message: 'the partner answered 200, but the body was cut short after the headers (ECONNRESET): recorded as succeeded without its details' },
+    ]);
+    expect(rows(ledger).filter((r) => r.state === 'in_doubt')).toEqual([]);
     expect(partner?.received.quote).toBe(sentRows.length);
     expect(partner?.duplicateLeads()).toEqual([]);
   });
@@ -447,6 +461,48 @@ describe('agent validation answers (README, "Outcomes, resume and the ledger")',
     const result = await run(ledger);
     expect(result.code).toBe(1);
     for (const row of rows(ledger)) expect(row.state).toBe(expectedStateOf(row.row_number));
+  });
+});
+
+describe('answers whose body cannot be decoded, on the samples (README, "Outcomes, resume and the ledger")', () => {
+  let samples: SandboxHandle;
+  beforeAll(async () => {
+    samples = await startCanarySandbox();
+  });
+  afterAll(async () => {
+    await samples.close();
+  });
+
+  it.each([
+    ['not the gzip it claims', 'gzip', 'the body is not the gzip or deflate its Content-Encoding says (Z_DATA_ERROR)'],
+    ['not the deflate it claims', 'deflate', 'the body is not the gzip or deflate its Content-Encoding says (Z_DATA_ERROR)'],
+    ['in a charset nobody knows', 'charset', 'its charset "x-klingon" cannot be decoded'],
+  ] as const)('a 200 whose body is %s: every row sent succeeded with the warning, exit 1, no halt', async (_name, how, why) => {
+    tmp = makeTempDir('quote-batch-answers-run-');
+    samples.reset();
+    partner = await startMisbehavingPartner(samples.url, (r) => (r.operation === 'quote' ? { kind: 'forward-then-garbled', how } : { kind: 'forward' }));
+    const ledger = tmp.path('garbled.db');
+    const result = await runCli(
+      ['run', SAMPLE_CSV, '--mapping', MAPPING_CSV, '--base-url', partner.url, '--env', 'sandbox', '--ledger', ledger, '--quiet'],
+      { cwd: tmp.dir, env: { QUOTE_BATCH_API_KEY: CANARY_KEY }, timeoutMs: 90_000 },
+    );
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).not.toMatch(/looks down|halting/);
+    const all = rows(ledger);
+    const succeeded = all.filter((r) => r.state === 'succeeded');
+    expect(succeeded).toHaveLength(176); // every row the samples mean to succeed (samples/README.md)
+    for (const row of succeeded) {
+      expect(row.http_status).toBe(200);
+      expect(JSON.parse(row.input_issues_json ?? '[]')).toEqual([
+        { severity: 'warning', type: 'unreadable_answer', message: `the partner answered 200, but ${why}: recorded as succeeded without its details` },
+      ]);
+    }
+    // The sandbox's 400s keep their class though their bodies could not be read either.
+    expect(all.filter((r) => r.state === 'rejected').every((r) => r.http_status === 400)).toBe(true);
+    expect(all.filter((r) => r.state === 'in_doubt' || r.state === 'failed' || r.state === 'pending')).toEqual([]);
+    expect(readLedger(ledger).runs.at(-1)?.status).toBe('completed');
+    expect(partner.duplicateLeads()).toEqual([]);
+    expect(result.stdout.replace(/\s+/g, ' ')).toContain('Of the succeeded rows, 176 got an answer that could not be read');
   });
 });
 
