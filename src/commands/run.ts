@@ -124,7 +124,8 @@ export const registerRun: RegisterCommand = (program, ctx) => {
     // A missing column or unreadable input is a usage error before any ledger file is created.
     await checkInputHeader(inputPath, mapping);
     ctx.noteLedger(displayTarget(ledgerPath));
-    const ledger = await openLedger(ledgerPath);
+    // A run's worker rides out a database that restarts within its lease, from the start.
+    const ledger = await openLedger(ledgerPath, { retryForMs: settings.leaseMs });
     const progress = createProgressReporter(
       io,
       logger,

@@ -19,12 +19,13 @@ export function isPgLedger(ledger: AnyLedger): ledger is PgLedger {
 
 /**
  * Opens the ledger `target` names: `readonly` for reports (SQLite: no migration, an older ledger
- * through an upgraded copy), `mustExist` for commands that change an existing one.
+ * through an upgraded copy), `mustExist` for commands that change an existing one. `retryForMs`
+ * (PostgreSQL): how long a statement the server did not take (a restart, a cut connection) is sent again.
  */
-export async function openLedger(target: string, options: { readonly?: boolean; mustExist?: boolean } = {}): Promise<AnyLedger> {
+export async function openLedger(target: string, options: { readonly?: boolean; mustExist?: boolean; retryForMs?: number } = {}): Promise<AnyLedger> {
   if (!isPostgresTarget(target)) return Ledger.open(target, options);
   const { PgLedger: Pg } = await import('./postgres/ledger.js');
-  return Pg.open(target, { readonly: options.readonly === true || options.mustExist === true });
+  return Pg.open(target, { readonly: options.readonly === true || options.mustExist === true, retryForMs: options.retryForMs ?? 0 });
 }
 
 export async function closeLedger(ledger: AnyLedger): Promise<void> {

@@ -42,10 +42,11 @@ export class PgLedger {
   }
 
   /** Connects and (unless `readonly`) creates or migrates the schema. */
-  static async open(connectionString: string, options: { readonly?: boolean; poolSize?: number } = {}): Promise<PgLedger> {
+  static async open(connectionString: string, options: { readonly?: boolean; poolSize?: number; retryForMs?: number } = {}): Promise<PgLedger> {
     const target = parsePgTarget(connectionString);
     const pool = openPool(target, { max: options.poolSize ?? 4 });
     const ledger = new PgLedger(target, pool);
+    ledger.retryFor(options.retryForMs ?? 0);
     try {
       await ledger.#withClient((client) => migrate(client, target, { readonly: options.readonly === true }));
     } catch (error) {
