@@ -32,6 +32,7 @@ interface SandboxFlags {
   rpsCap?: number;
   rpsMode?: SandboxFaults['rpsMode'];
   rpsBurst?: number;
+  rpsCapAnswer?: string;
   rpsCapSchedule?: string;
   capacity?: number;
   queueLimit?: number;
@@ -167,6 +168,7 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
     .option('--rps-cap <n>', 'at most n requests per second; the excess is answered 429', parseCount('--rps-cap'))
     .option('--rps-mode <mode>', 'how the cap counts: "window" (per wall-clock second) or "bucket" (token bucket)', parseRpsMode)
     .option('--rps-burst <n>', 'token bucket size (default: the cap)', parseCount('--rps-burst'))
+    .option('--rps-cap-answer <kind>', 'how the cap refuses: "json" (429 with Retry-After) or "html" (a gateway\'s page, no Retry-After)')
     .option('--rps-cap-schedule <steps>', 'caps over time, "seconds:cap,…" since start, e.g. "0:40,30:20"', parseSchedule)
     .option('--capacity <n>', 'at most n quote/lead requests worked on at once; the rest queue', parseCount('--capacity'))
     .option('--queue-limit <n>', `requests that may wait for --capacity; more are answered 503 (default ${DEFAULT_FAULTS.queueLimit})`, parseCount('--queue-limit'))
@@ -198,6 +200,7 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
         rpsCap: flags.rpsCap,
         rpsMode: flags.rpsMode,
         rpsBurst: flags.rpsBurst,
+        rpsCapAnswer: flags.rpsCapAnswer as SandboxFaults['rpsCapAnswer'] | undefined,
         rpsCapSchedule: flags.rpsCapSchedule,
         capacity: flags.capacity,
         queueLimit: flags.queueLimit,

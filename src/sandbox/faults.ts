@@ -43,6 +43,11 @@ export interface SandboxFaults {
   /** The token bucket's size, the most requests admitted at once after a quiet spell (0 = the cap in force, at least 1). */
   rpsBurst: number;
   /**
+   * How the cap refuses: `json`, the operation's error body with `Retry-After`; `html`, a gateway's
+   * HTML error page and no `Retry-After` (as nginx's `limit_req` or a CDN answers).
+   */
+  rpsCapAnswer: 'json' | 'html';
+  /**
    * Caps that change over time, `"seconds:cap,…"` counted from start or reset, e.g. `"0:40,30:20"`
    * ('' = none). From its first step on it replaces `rpsCap`.
    */
@@ -71,6 +76,7 @@ export const DEFAULT_FAULTS: Readonly<SandboxFaults> = Object.freeze({
   rpsCap: 0,
   rpsMode: 'window',
   rpsBurst: 0,
+  rpsCapAnswer: 'json',
   rpsCapSchedule: '',
   capacity: 0,
   queueLimit: 1000,
@@ -102,6 +108,7 @@ const CHECKS: Readonly<Record<Exclude<keyof SandboxFaults, 'rpsCapSchedule'>, re
   rpsCap: ['a non-negative number', isAmount],
   rpsMode: ['"window" or "bucket"', (value) => value === 'window' || value === 'bucket'],
   rpsBurst: ['a non-negative number', isAmount],
+  rpsCapAnswer: ['"json" or "html"', (value) => value === 'json' || value === 'html'],
   capacity: ['a non-negative integer', isCount],
   queueLimit: ['a non-negative integer', isCount],
   outage: ['true or false', (value) => typeof value === 'boolean'],

@@ -53,6 +53,13 @@ export function faultAnswer(operation: SandboxOperation, status: 429 | 500 | 503
   return operation === 'validate' ? validateError(status, message) : partnerError(status, message, code);
 }
 
+/** A gateway's own refusal, before the partner's API: an HTML page, no `Retry-After`. */
+export const GATEWAY_THROTTLED: Answer = {
+  status: 429,
+  body: '<html>\r\n<head><title>429 Too Many Requests</title></head>\r\n<body>\r\n<center><h1>429 Too Many Requests</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n',
+  headers: { 'content-type': 'text/html' },
+};
+
 /** The lead's key: `tracking.click_id`, else the deprecated `channel.channel_lead_id`. */
 export function extractLeadKey(body: unknown): string | undefined {
   const root = asObject(body);

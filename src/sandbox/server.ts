@@ -16,7 +16,7 @@ import {
 } from './faults.js';
 import { capAt, parseRpsSchedule, RateGate, type RpsStep } from './rate-limit.js';
 import {
-  answerOperation, extractLeadKey, faultAnswer, MAX_BODY_BYTES, validateError, type Answer, type OperationRequest,
+  answerOperation, extractLeadKey, faultAnswer, GATEWAY_THROTTLED, MAX_BODY_BYTES, validateError, type Answer, type OperationRequest,
 } from './responses.js';
 import { StatsRecorder, type SandboxOperation, type SandboxStats } from './stats.js';
 import { WorkPool } from './work-pool.js';
@@ -203,7 +203,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         stats.faults.rpsCapped += 1;
         // Never less than the configured value, never before the cap admits again.
         const headers = retryAfterHeaders(Math.max(faults.retryAfterSeconds, waitSeconds));
-        answerLater(pending, { ...faultAnswer(operation, 429), headers });
+        answerLater(pending, faults.rpsCapAnswer === 'html' ? GATEWAY_THROTTLED : { ...faultAnswer(operation, 429), headers });
         return;
       }
     }

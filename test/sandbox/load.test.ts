@@ -58,6 +58,22 @@ describe('rate cap modes', () => {
     expect(bucket.stats().faults.rpsCapped).toBe(10 - admitted);
   });
 
+  it('a leaky bucket behind a gateway (--rps-cap-answer html): its 429 is an HTML page with no Retry-After', async () => {
+    const gateway = await open({ rpsCap: 10, rpsMode: 'bucket', rpsBurst: 5, rpsCapAnswer: 'html' });
+    const replies = await burst(gateway, 12);
+    // The burst of 5 passes (and a token or two more while the burst is sent); the rest are the gateway's.
+    const refused = replies.filter((r) => r.status === 429);
+    expect(refused.length).toBeGreaterThanOrEqual(5);
+    expect(countStatus(replies, 200)).toBe(12 - refused.length);
+    for (const reply of refused) {
+      expect(reply.headers.get('retry-after')).toBeNull();
+      expect(reply.headers.get('content-type')).toBe('text/html');
+      expect(reply.text).toMatch(/^<html>[\s\S]*429 Too Many Requests/);
+    }
+    expect(gateway.stats().faults.rpsCapped).toBe(refused.length);
+    expect((await postFaults(gateway, { rpsCapAnswer: 'xml' })).status).toBe(400);
+  });
+
   it("Retry-After is the configured value, or the bucket's time to its next token when longer", async () => {
     const slow = await open({ rpsCap: 0.25, rpsMode: 'bucket' });
     expect((await post(slow.url, QUOTE, readFixture('quote-valid'))).status).toBe(200);
