@@ -27,7 +27,7 @@
  * can inject.
  */
 import { MAX_TIMER_MS, onAnyAbort } from './_sleep.js';
-import type { Clock } from './rate-limiter.js';
+import type { Clock } from './limiter/index.js';
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
 

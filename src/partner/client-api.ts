@@ -4,7 +4,7 @@
  * The implementation, with the retry policy of the README's outcomes, is `client.ts`.
  */
 import type { BreakerCause, BreakerState } from './circuit-breaker.js';
-import type { ConcurrencyLimiter } from './concurrency.js';
+import type { ConcurrencyLimiter } from './limiter/index.js';
 import type { MetricsSample } from './metrics.js';
 import type { AgentValidateResponse, QuoteSuccessResponse } from './schemas.js';
 import type { AttemptRecord, CallOutcome, Operation } from './types.js';

@@ -7,12 +7,10 @@ export { chooseProxy, displayProxy, noProxyMatch, parseProxyUrl, proxyPassword, 
 export { calculateRetryDelay, MAX_RETRY_AFTER_MS, parseRetryAfter } from './backoff.js';
 export type { RetryDelayInput } from './backoff.js';
 export { assertSafeBaseUrl, displayUrl, isLoopbackHost } from './base-url.js';
-export { RateLimiter } from './rate-limiter.js';
+export { AdaptiveLimiter, FixedLimiter, RateLimiter } from './limiter/index.js';
+export type { AttemptSample, ConcurrencyLimiter, ConcurrencySlot, PaceMemory } from './limiter/index.js';
 export { CircuitBreaker } from './circuit-breaker.js';
 export type { BreakerOpening, BreakerPermit, BreakerState, CircuitBreakerOptions } from './circuit-breaker.js';
-export { FixedLimiter } from './concurrency.js';
-export { AdaptiveLimiter } from './adaptive-limiter.js';
-export type { AttemptSample, ConcurrencyLimiter, ConcurrencySlot } from './concurrency.js';
 export type { MetricsSample } from './metrics.js';
 export { MAX_AGENT_ID_LENGTH, readValidation } from './_classify.js';
 export type { ValidationResult } from './_classify.js';

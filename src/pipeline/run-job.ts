@@ -19,7 +19,7 @@ import {
 } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
-import { DEFAULT_INITIAL_WINDOW } from '../partner/adaptive-limiter.js';
+import { DEFAULT_INITIAL_WINDOW } from '../partner/limiter/index.js';
 import type { ClientEvent, HaltKind, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
 import { limitSetBy, SETTLED_MIN_SAMPLES, settledLimitOf, settledPaceOf } from '../partner/settled-limit.js';

@@ -1,11 +1,12 @@
 /**
- * A deterministic discrete-event simulation of a run against a partner, in simulated time: the
- * real limiter (with the simulation's clock) between a pool of senders, like the pipeline's, and
- * a simulated partner (a rate cap, a worker pool with a queue, plain latency). Seeded; nothing
- * sleeps for real, so minutes of traffic take a fraction of a second.
+ * A deterministic discrete-event simulation of runs against a partner, in simulated time: the real
+ * limiter (with the simulation's clock) between a pool of senders, like the pipeline's, and a
+ * simulated partner (a rate cap, a worker pool with a queue, plain latency, errors at random). One
+ * client, or several independent ones sharing the partner. Seeded; nothing sleeps for real, so
+ * minutes of traffic take a fraction of a second.
  */
-import { AdaptiveLimiter, type LimiterClock } from '../../src/partner/adaptive-limiter.js';
-import type { ConcurrencyLimiter } from '../../src/partner/concurrency.js';
+import { calculateRetryDelay } from '../../src/partner/backoff.js';
+import type { ConcurrencyLimiter, LimiterClock } from '../../src/partner/limiter/index.js';
 import { createRandom } from '../../src/sandbox/faults.js';
 
 interface Timer {
@@ -102,7 +103,10 @@ const before = (a: Timer, b: Timer): boolean => a.at < b.at || (a.at === b.at &&
 /** How the partner answers one request that arrives at `at`. */
 export interface SimAnswer {
   answerAt: number;
-  status: 'ok' | 'throttled';
+  /** `error`: a 5xx (or a transport failure): the client backs off and retries, as for a 429. */
+  status: 'ok' | 'throttled' | 'error';
+  /** A 429 without `Retry-After` (an HTML page from a gateway): the client backs off exponentially. */
+  noRetryAfter?: boolean;
 }
 
 /** A simulated partner: decides each request's answer when it arrives (requests arrive in time order). */
@@ -122,8 +126,9 @@ export function logNormal(medianMs: number, sigma: number, random: () => number)
 
 /**
  * A requests-per-second cap: `window` counts per calendar second (the sandbox's `--rps-cap`),
- * `bucket` is a token bucket of `burst` tokens refilled at the cap. `cap(t)` may change over time.
- * A 429 is answered after the same latency as a success (as the sandbox does), or at once.
+ * `bucket` is a token bucket of `burst` tokens refilled at the cap (a leaky bucket). `cap(t)` may
+ * change over time. A 429 is answered after the same latency as a success (as the sandbox does), or
+ * at once; with `Retry-After`, or without (`noRetryAfter`).
  */
 export function rateCapPartner(options: {
   cap: (atMs: number) => number;
@@ -132,6 +137,7 @@ export function rateCapPartner(options: {
   latency: () => number;
   /** Answer 429s at once instead of after the latency. */
   instantThrottle?: boolean;
+  noRetryAfter?: boolean;
 }): SimPartner {
   let second = -1;
   let count = 0;
@@ -155,19 +161,27 @@ export function rateCapPartner(options: {
         if (accepted) tokens -= 1;
       }
       const latency = options.latency();
-      return { answerAt: at + (accepted || options.instantThrottle !== true ? latency : 0), status: accepted ? 'ok' : 'throttled' };
+      const answerAt = at + (accepted || options.instantThrottle !== true ? latency : 0);
+      return accepted ? { answerAt, status: 'ok' } : { answerAt, status: 'throttled', noRetryAfter: options.noRetryAfter === true };
     },
   };
 }
 
-/** At most `workers` requests worked on at once, the rest wait in a FIFO queue (latency = wait + service). */
-export function capacityPartner(options: { workers: number; service: () => number }): SimPartner {
+/**
+ * At most `workers` requests worked on at once, the rest wait in a FIFO queue (latency = wait +
+ * service); with `queueLimit`, a request that would wait behind that many is answered 503 at once.
+ */
+export function capacityPartner(options: { workers: number; service: () => number; queueLimit?: number }): SimPartner {
   const freeAt = new Array<number>(options.workers).fill(0);
   return {
     arrive(at) {
       // Arrivals come in time order, so the worker that frees first takes the next arrival: FIFO.
       let w = 0;
       for (let i = 1; i < freeAt.length; i += 1) if ((freeAt[i] as number) < (freeAt[w] as number)) w = i;
+      if (options.queueLimit !== undefined && (freeAt[w] as number) > at) {
+        const waiting = freeAt.filter((t) => t > at).length - options.workers + 1;
+        if (waiting > options.queueLimit) return { answerAt: at, status: 'error' };
+      }
       const done = Math.max(at, freeAt[w] as number) + options.service();
       freeAt[w] = done;
       return { answerAt: done, status: 'ok' };
@@ -177,34 +191,47 @@ export function capacityPartner(options: { workers: number; service: () => numbe
 
 /**
  * No limit: every request answered after its latency (`latency(at)` may change with the time it
- * arrives: the partner's own latency, no queue); with `throttle`, a share of them 429 at random.
+ * arrives: the partner's own latency, no queue); with `throttle`, a share of them 429 at random, and
+ * with `errors`, a share of them 500/503 at random, whatever the load.
  */
-export function latencyPartner(options: { latency: (atMs: number) => number; throttle?: { share: number; random: () => number } }): SimPartner {
-  const { throttle } = options;
+export function latencyPartner(options: {
+  latency: (atMs: number) => number;
+  throttle?: { share: number; random: () => number };
+  errors?: { share: number; random: () => number };
+}): SimPartner {
+  const { throttle, errors } = options;
   return {
     arrive(at) {
+      const answerAt = at + options.latency(at);
+      if (errors !== undefined && errors.random() < errors.share) return { answerAt, status: 'error' };
       const throttled = throttle !== undefined && throttle.random() < throttle.share;
-      return { answerAt: at + options.latency(at), status: throttled ? 'throttled' : 'ok' };
+      return { answerAt, status: throttled ? 'throttled' : 'ok' };
     },
   };
 }
 
-export interface SimRunOptions {
+/** One client: a run of `rows` rows through its own limiter. */
+export interface SimClientOptions {
   rows: number;
   /** Senders working at once (the pipeline runs `--concurrency` row tasks). */
   senders: number;
   limiter: (clock: SimClock) => ConcurrencyLimiter;
-  partner: SimPartner;
+  /** When the client starts, ms (several clients on one partner). */
+  startAtMs?: number;
   /** Client CPU per answer on one core, ms: answers queue for it, which the measured latency includes. */
   clientCpuMs?: number;
-  /** Attempts per row for 429s (the client's `--max-attempts`). */
+  /** Attempts per row (the client's `--max-attempts`). */
   maxAttempts?: number;
+}
+
+export interface SimRunOptions extends SimClientOptions {
+  partner: SimPartner;
   /** `Retry-After` of a 429, ms (the client adds a jitter below 500 ms, as `calculateRetryDelay`). */
   retryAfterMs?: number;
   seed?: number;
 }
 
-/** One second of the run's timeline. */
+/** One second of a client's timeline. */
 export interface SimSecond {
   t: number;
   limit: number;
@@ -213,15 +240,21 @@ export interface SimSecond {
   sent: number;
   ok: number;
   throttled: number;
+  errors: number;
 }
 
 export interface SimResult {
   /** First request sent → last answer processed, ms. */
   durationMs: number;
+  firstSendAt: number;
+  lastAnswerAt: number;
   succeeded: number;
   failed: number;
   attempts: number;
   throttled: number;
+  errors: number;
+  /** 429s answered to requests sent in the client's first `n` seconds: `throttledBySecond[n]`. */
+  throttledBySecond: number[];
   /** Median of the partner's latency of successes (its queue included), ms. */
   partnerMedianMs: number;
   timeline: SimSecond[];
@@ -229,78 +262,112 @@ export interface SimResult {
 
 /** Runs `rows` rows through the limiter against the partner and measures what the bench would. */
 export async function simulateRun(options: SimRunOptions): Promise<SimResult> {
+  const [result] = await simulateClients({ partner: options.partner, retryAfterMs: options.retryAfterMs, seed: options.seed, clients: [options] });
+  return result as SimResult;
+}
+
+/** Several independent clients, each with its own limiter, senders and CPU, sending to one partner. */
+export async function simulateClients(options: {
+  partner: SimPartner;
+  clients: readonly SimClientOptions[];
+  retryAfterMs?: number | undefined;
+  seed?: number | undefined;
+}): Promise<SimResult[]> {
   const clock = new SimClock();
-  const limiter = options.limiter(clock);
   const random = createRandom(options.seed ?? 1);
-  const maxAttempts = options.maxAttempts ?? 5;
   const retryAfterMs = options.retryAfterMs ?? 1000;
-  const cpuMs = options.clientCpuMs ?? 0;
-  let coreFreeAt = 0;
-  let nextRow = 0;
-  let firstSendAt = Number.POSITIVE_INFINITY;
-  let lastAnswerAt = 0;
-  const result = { succeeded: 0, failed: 0, attempts: 0, throttled: 0 };
-  const partnerLatencies: number[] = [];
-  const second = { sent: 0, ok: 0, throttled: 0 };
-  const timeline: SimSecond[] = [];
-  let running = options.senders;
+  let running = 0;
+  const runs = options.clients.map((client) => {
+    running += client.senders;
+    return startClient(client);
+  });
 
-  const sender = async (): Promise<void> => {
-    while (nextRow < options.rows) {
-      nextRow += 1;
-      for (let attempt = 1; ; attempt += 1) {
-        const slot = await limiter.acquire();
-        if (slot === 'aborted') throw new Error('no signal was given: acquire cannot abort');
-        slot.sent();
-        const sentAt = clock.now();
-        firstSendAt = Math.min(firstSendAt, sentAt);
-        second.sent += 1;
-        result.attempts += 1;
-        const answer = options.partner.arrive(sentAt);
-        await clock.sleep(answer.answerAt - sentAt);
-        // One core processes the answers in turn: our own CPU shows in the latency we measure.
-        coreFreeAt = Math.max(clock.now(), coreFreeAt) + cpuMs;
-        await clock.sleep(coreFreeAt - clock.now());
-        lastAnswerAt = clock.now();
-        slot.release({ latencyMs: clock.now() - sentAt, signal: answer.status });
-        if (answer.status === 'ok') {
-          partnerLatencies.push(answer.answerAt - sentAt);
-          second.ok += 1;
-          result.succeeded += 1;
-          break;
+  function startClient(client: SimClientOptions): { result: SimResult; senders: Promise<void>[] } {
+    const limiter = client.limiter(clock);
+    const maxAttempts = client.maxAttempts ?? 5;
+    const cpuMs = client.clientCpuMs ?? 0;
+    const startAt = client.startAtMs ?? 0;
+    const result: SimResult = {
+      durationMs: 0, firstSendAt: Number.POSITIVE_INFINITY, lastAnswerAt: 0, succeeded: 0, failed: 0, attempts: 0, throttled: 0, errors: 0,
+      throttledBySecond: [], partnerMedianMs: Number.NaN, timeline: [],
+    };
+    const partnerLatencies: number[] = [];
+    const second = { sent: 0, ok: 0, throttled: 0, errors: 0 };
+    let coreFreeAt = 0;
+    let nextRow = 0;
+    let left = client.senders;
+
+    const sender = async (): Promise<void> => {
+      if (startAt > 0) await clock.sleep(startAt);
+      while (nextRow < client.rows) {
+        nextRow += 1;
+        for (let attempt = 1; ; attempt += 1) {
+          const slot = await limiter.acquire();
+          if (slot === 'aborted') throw new Error('no signal was given: acquire cannot abort');
+          slot.sent();
+          const sentAt = clock.now();
+          result.firstSendAt = Math.min(result.firstSendAt, sentAt);
+          second.sent += 1;
+          result.attempts += 1;
+          const answer = options.partner.arrive(sentAt);
+          await clock.sleep(answer.answerAt - sentAt);
+          // One core processes the answers in turn: our own CPU shows in the latency we measure.
+          coreFreeAt = Math.max(clock.now(), coreFreeAt) + cpuMs;
+          await clock.sleep(coreFreeAt - clock.now());
+          result.lastAnswerAt = clock.now();
+          slot.release({ latencyMs: clock.now() - sentAt, signal: answer.status });
+          if (answer.status === 'ok') {
+            partnerLatencies.push(answer.answerAt - sentAt);
+            second.ok += 1;
+            result.succeeded += 1;
+            break;
+          }
+          if (answer.status === 'throttled') {
+            second.throttled += 1;
+            result.throttled += 1;
+            const s = Math.floor((sentAt - startAt) / 1000);
+            while (result.throttledBySecond.length <= s) result.throttledBySecond.push(0);
+            result.throttledBySecond[s] = (result.throttledBySecond[s] as number) + 1;
+          } else {
+            second.errors += 1;
+            result.errors += 1;
+          }
+          if (attempt >= maxAttempts) {
+            result.failed += 1;
+            break;
+          }
+          // As the client: a Retry-After plus a jitter below 500 ms, else full-jitter exponential back-off.
+          const withRetryAfter = answer.status === 'throttled' && answer.noRetryAfter !== true;
+          await clock.sleep(calculateRetryDelay({
+            attempt, retryAfterMs: withRetryAfter ? retryAfterMs : undefined, baseMs: 500, capMs: 30_000, retryAfterCapMs: 300_000, random,
+          }) ?? 0);
         }
-        second.throttled += 1;
-        result.throttled += 1;
-        if (attempt >= maxAttempts) {
-          result.failed += 1;
-          break;
-        }
-        await clock.sleep(retryAfterMs + Math.floor(random() * 500));
       }
-    }
-    running -= 1;
-  };
+      left -= 1;
+      running -= 1;
+    };
 
-  const tick = (): void => {
-    const rate = limiter instanceof AdaptiveLimiter ? limiter.snapshot().rate : null;
-    timeline.push({ t: clock.now() / 1000, limit: limiter.limit, inFlight: limiter.inFlight, rate, ...second });
-    second.sent = 0;
-    second.ok = 0;
-    second.throttled = 0;
-    if (running > 0) clock.schedule(tick, 1000);
-  };
-  clock.schedule(tick, 1000);
+    const tick = (): void => {
+      result.timeline.push({ t: (clock.now() - startAt) / 1000, limit: limiter.limit, inFlight: limiter.inFlight, rate: limiter.rate, ...second });
+      second.sent = 0;
+      second.ok = 0;
+      second.throttled = 0;
+      second.errors = 0;
+      if (left > 0) clock.schedule(tick, 1000);
+    };
+    clock.schedule(tick, startAt + 1000);
+    const senders = Array.from({ length: client.senders }, () => sender());
+    return {
+      result: Object.defineProperty(result, 'partnerMedianMs', { get: () => median(partnerLatencies), enumerable: true }),
+      senders,
+    };
+  }
 
-  const senders = Array.from({ length: options.senders }, () => sender());
-  await clock.run(50 * options.rows + 100_000);
-  if (running > 0) throw new Error(`${running} senders still wait with no timer left: the limiter lost a wake-up`);
-  await Promise.all(senders);
-  return {
-    durationMs: lastAnswerAt - firstSendAt,
-    ...result,
-    partnerMedianMs: median(partnerLatencies),
-    timeline,
-  };
+  const rows = options.clients.reduce((sum, c) => sum + c.rows, 0);
+  await clock.run(50 * rows + 100_000);
+  if (running > 0) throw new Error(`${running} senders still wait with no timer left: a limiter lost a wake-up`);
+  await Promise.all(runs.flatMap((r) => r.senders));
+  return runs.map(({ result }) => ({ ...result, durationMs: result.lastAnswerAt - result.firstSendAt }));
 }
 
 function median(values: readonly number[]): number {

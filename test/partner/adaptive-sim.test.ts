@@ -2,11 +2,10 @@
 // issue's four profiles and targets, and the run's window settling. The benchmark (`node
 // bench/run.js --only partner`) measures the same profiles with real processes on loopback.
 import { describe, expect, it } from 'vitest';
-import { AdaptiveLimiter } from '../../src/partner/adaptive-limiter.js';
-import { FixedLimiter, type ConcurrencyLimiter } from '../../src/partner/concurrency.js';
+import { AdaptiveLimiter, FixedLimiter, type ConcurrencyLimiter } from '../../src/partner/limiter/index.js';
 import { createRandom } from '../../src/sandbox/faults.js';
 import {
-  capacityPartner, latencyPartner, logNormal, rateCapPartner, simulateRun, type SimClock, type SimResult, type SimSecond,
+  capacityPartner, latencyPartner, logNormal, rateCapPartner, simulateClients, simulateRun, type SimClock, type SimResult, type SimSecond,
 } from './_adaptive-sim.js';
 
 type MakeLimiter = (ceiling: number) => (clock: SimClock) => ConcurrencyLimiter;
@@ -116,8 +115,8 @@ describe('adaptive concurrency against simulated partners', () => {
       limiter: (clock) => new AdaptiveLimiter({ ceiling: 32, clock, initialWindow: 6, warm: true, pace: 30 }),
       partner: rateCapPartner({ cap: () => 4, mode: 'window', latency: logNormal(200, 0.25, createRandom(SEED + 1)) }),
     });
-    // The remembered 30/s is not this night's yardstick: a cap under a quarter of it is still paced
-    // (49% answered 429 and rows failed when it was).
+    // The remembered 30/s is cut to what the partner accepts tonight (49% answered 429 and rows
+    // failed when a cap under a quarter of it was left to the window).
     expect(r.failed).toBe(0);
     expect(throttledShare(r)).toBeLessThanOrEqual(0.16);
     for (const s of after(r, 10)) expect(s.rate).toBeLessThan(5);
@@ -128,8 +127,8 @@ describe('adaptive concurrency against simulated partners', () => {
       rows: 1000, senders: 32, seed: SEED, limiter: adaptive(32),
       partner: rateCapPartner({ cap: () => 10, mode: 'bucket', burst: 300, latency: logNormal(200, 0.25, createRandom(SEED + 1)) }),
     });
-    // The burst's 100+/s made 10/s look like a quarter of the best the partner took; the pace
-    // heading there was tried and kept (19% answered 429 when pacing stopped instead).
+    // Half or more answered 429 while the burst runs out is a cap, however far the pace falls
+    // (19% answered 429 when pacing stopped instead).
     expect(r.succeeded).toBe(1000);
     expect(throttledShare(r)).toBeLessThanOrEqual(0.1);
     const settled = after(r, 20);
@@ -169,5 +168,65 @@ describe('adaptive concurrency against simulated partners', () => {
     expect(a.succeeded).toBe(2000);
     expect(a.durationMs / f.durationMs).toBeLessThanOrEqual(1.15);
     expect(a.durationMs).toBeLessThan(20_000);
+  });
+
+  it('a leaky bucket of 10/s, burst 5, whose 429 has no Retry-After, 600 rows: ≥ 0.95 of its rate, ≤ 3% answered 429, the first seconds included', async () => {
+    const r = await simulateRun({
+      rows: 600, senders: 32, seed: SEED, limiter: adaptive(32),
+      partner: rateCapPartner({ cap: () => 10, mode: 'bucket', burst: 5, noRetryAfter: true, latency: logNormal(50, 0.25, createRandom(SEED + 1)) }),
+    });
+    expect(r.succeeded).toBe(600);
+    expect(rowsPerS(r) / 10).toBeGreaterThanOrEqual(0.95);
+    expect(throttledShare(r)).toBeLessThanOrEqual(0.03);
+    // The start's overshoot is one round trip's, not a probe every few seconds (17 in the first 2 s before).
+    expect((r.throttledBySecond[0] ?? 0) + (r.throttledBySecond[1] ?? 0)).toBeLessThanOrEqual(12);
+  });
+
+  it('three clients sharing one cap of 40/s, started 10 s apart: each gets a fair share once all three run', async () => {
+    const rs = await simulateClients({
+      seed: SEED, partner: rateCapPartner({ cap: () => 40, mode: 'window', latency: logNormal(200, 0.25, createRandom(SEED + 1)) }),
+      clients: [0, 10_000, 20_000].map((startAtMs) => ({ rows: 1000, senders: 32, startAtMs, limiter: adaptive(32) })),
+    });
+    for (const r of rs) expect(r.succeeded).toBe(1000);
+    const sum = (f: (r: SimResult) => number): number => rs.reduce((total, r) => total + f(r), 0);
+    const spanS = (Math.max(...rs.map((r) => r.lastAnswerAt)) - Math.min(...rs.map((r) => r.firstSendAt))) / 1000;
+    // The issue's targets (≥ 0.95, ≤ 5%) are the benchmark's, with real processes; this simulation is
+    // harsher (the limiter before this one: 0.91 and 5.8% at this seed).
+    expect(sum((r) => r.succeeded) / spanS / 40).toBeGreaterThanOrEqual(0.85);
+    expect(sum((r) => r.throttled) / sum((r) => r.attempts)).toBeLessThanOrEqual(0.08);
+    // Accepted requests of each while all three run (the timeline counts from each one's start).
+    const allRun = (r: SimResult, i: number): SimSecond[] => r.timeline.filter((s) => s.t + 10 * i > 21 && s.t + 10 * i <= Math.min(...rs.map((x) => x.lastAnswerAt)) / 1000 - 1);
+    const accepted = rs.map((r, i) => allRun(r, i).reduce((total, s) => total + s.ok, 0));
+    const total = accepted.reduce((a, b) => a + b, 0);
+    for (const n of accepted) {
+      expect(n / total).toBeGreaterThanOrEqual(0.2);
+      expect(n / total).toBeLessThanOrEqual(0.5);
+    }
+  });
+
+  it('a flaky partner, not overloaded (10% answered 500/503 and 5% 429 at random, 50 ms, c=32): within 1.2× of --no-adaptive', async () => {
+    const run = (limiter: MakeLimiter) => simulateRun({
+      rows: 2000, senders: 32, seed: SEED, limiter: limiter(32),
+      partner: latencyPartner({ latency: () => 50, errors: { share: 0.1, random: createRandom(SEED + 4) }, throttle: { share: 0.05 / 0.9, random: createRandom(SEED + 2) } }),
+    });
+    const [a, f] = [await run(adaptive), await run(fixed)];
+    expect(a.succeeded + a.failed).toBe(2000);
+    expect(a.failed).toBeLessThanOrEqual(f.failed + 1);
+    // Errors that do not fall with the window are the partner's own: the window settled near 6 of 32 (2.7×).
+    expect(a.durationMs / f.durationMs).toBeLessThanOrEqual(1.2);
+  });
+
+  it('errors that do grow with load (16 workers, 503 at once beyond them, c=64): the window settles near 16, no row fails', async () => {
+    const run = (limiter: MakeLimiter) => simulateRun({
+      rows: 2400, senders: 64, seed: SEED, limiter: limiter(64),
+      partner: capacityPartner({ workers: 16, queueLimit: 0, service: logNormal(200, 0.25, createRandom(SEED + 1)) }),
+    });
+    const [a, f] = [await run(adaptive), await run(fixed)];
+    // A fixed 64 has most of its requests refused, and rows fail after their attempts.
+    expect(f.failed).toBeGreaterThan(100);
+    expect(a.failed).toBe(0);
+    expect(a.errors / a.attempts).toBeLessThanOrEqual(0.1);
+    expect(rowsPerS(a) / 80).toBeGreaterThanOrEqual(0.8);
+    for (const s of after(a, 5)) expect(s.limit).toBeLessThanOrEqual(24);
   });
 });

@@ -9,8 +9,10 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type SandboxHandle } from '../../src/sandbox/index.js';
 import {
+  AdaptiveLimiter,
   createPartnerClient,
   type CallOutcome,
+  type ConcurrencyLimiter,
   type ClientEvent,
   type PartnerClient,
   type PartnerClientOptions,
@@ -305,6 +307,34 @@ describe('Retry-After', () => {
     expect(outcome.attempts[0]?.errorCode).toBe('rate_limited');
     // Lower bound only; 5 ms of slack for wall clock (HTTP-date) vs monotonic clock.
     expect((sentAt[1] ?? 0) - (sentAt[0] ?? 0)).toBeGreaterThanOrEqual(995);
+  });
+
+  it('a gateway\'s 429 (an HTML page, no Retry-After) is retried after a back-off, and the limiter is told it was a 429', async () => {
+    sandbox.setFaults({ rpsCap: 1, rpsMode: 'bucket', rpsBurst: 1, rpsCapAnswer: 'html' });
+    const told: string[] = [];
+    const inner = new AdaptiveLimiter({ ceiling: 4 });
+    const limiter: ConcurrencyLimiter = {
+      get limit() { return inner.limit; },
+      get inFlight() { return inner.inFlight; },
+      get rate() { return inner.rate; },
+      takeInFlight: () => inner.takeInFlight(),
+      acquire: async (signals) => {
+        const slot = await inner.acquire(signals);
+        return slot === 'aborted' ? slot : { sent: () => slot.sent(), release: (sample) => { told.push(sample.signal); slot.release(sample); } };
+      },
+    };
+    try {
+      // The first uses the bucket's one token; the second is the gateway's.
+      keep(await makeClient({ limiter }).submit('quote', quoteWithKey('click-gateway-1')));
+      const outcome = keep(await makeClient({ limiter, backoffBaseMs: 600, backoffCapMs: 600 }).submit('quote', quoteWithKey('click-gateway-2')));
+      expect(outcome.kind).toBe('ok');
+      expect(outcome.attempts[0]?.httpStatus).toBe(429);
+      expect(outcome.attempts.at(-1)?.httpStatus).toBe(200);
+      expect(told).toContain('throttled');
+      expect(told.at(-1)).toBe('ok');
+    } finally {
+      sandbox.setFaults({ rpsCap: 0, rpsMode: 'window', rpsBurst: 0, rpsCapAnswer: 'json' });
+    }
   });
 
   it('tells the caller of each attempt it will send again, before its wait begins, and of no other', async () => {

@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_INITIAL_WINDOW } from '../../src/partner/adaptive-limiter.js';
+import { DEFAULT_INITIAL_WINDOW } from '../../src/partner/limiter/index.js';
 import { SqliteDb } from '../../src/ledger/index.js';
 import { readStartingLimit } from '../../src/pipeline/run-job.js';
 import type { SandboxHandle } from '../../src/sandbox/index.js';

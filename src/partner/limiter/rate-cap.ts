@@ -2,7 +2,7 @@
  * The `--rate` cap of one partner client: every attempt of every call goes through it, so that the
  * cap acts on all workers together rather than on each on its own.
  */
-import { sleep, type WaitResult } from './_sleep.js';
+import { sleep, type WaitResult } from '../_sleep.js';
 
 /** A monotonic clock in milliseconds (wall-clock jumps must not stall or burst the limiter). */
 export type Clock = () => number;

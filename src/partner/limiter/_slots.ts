@@ -5,10 +5,25 @@
  * a whole. A slot is held only while a request is on the wire: a request waiting out a back-off or
  * a `Retry-After` holds none, so one throttled request never freezes the others.
  *
- * {@link FixedLimiter} is `--no-adaptive`; `AdaptiveLimiter` (`./adaptive-limiter.ts`) moves the
- * limit with the partner's answers (README, "Outcomes, resume and the ledger").
+ * {@link FixedLimiter} is `--no-adaptive`; `AdaptiveLimiter` (`./index.ts`) moves the limit with
+ * the partner's answers (docs/adaptive.md).
  */
-import { onAnyAbort, type WaitResult } from './_sleep.js';
+import { onAnyAbort, type WaitResult } from '../_sleep.js';
+
+/** Time as a limiter sees it: a monotonic clock and one-shot timers (a simulation injects its own). */
+export interface LimiterClock {
+  now(): number;
+  /** Runs `callback` after `delayMs`; returns a function that cancels it. */
+  schedule(callback: () => void, delayMs: number): () => void;
+}
+
+export const systemClock: LimiterClock = {
+  now: () => performance.now(),
+  schedule: (callback, delayMs) => {
+    const timer = setTimeout(callback, delayMs);
+    return () => clearTimeout(timer);
+  },
+};
 
 /** What one finished attempt tells the limiter. */
 export interface AttemptSample {
