@@ -10,6 +10,14 @@
 //      partner's 80/s, its median latency (queue included) ≤ 1.5 × 200 ms
 //   d  no limit, 50 ms, --concurrency 32: ≥ 0.9 of 640 rows/s end to end, beside --no-adaptive
 //      (the CPU-bound case, no latency at c=64 against a bare got loop, is the `cpu` scenario)
+//   leaky  a gateway's leaky bucket of 10/s, burst 5, whose 429 is an HTML page without
+//      Retry-After, 50 ms, 600 rows, c=32: ≥ 0.95 of its rate, ≤ 3% of quotes answered 429
+//      (the first seconds included)
+//   three  three runs (each its own ledger, 1,000 rows, c=32) sharing one cap of 40/s, started
+//      10 s apart: together ≥ 0.95 of the cap, ≤ 5% answered 429, each one's share of the
+//      accepted requests 0.2–0.5 while all three run
+//   flaky  10% of answers 500/503 and 5% 429 (Retry-After: 1) at random whatever the load, 50 ms,
+//      2,000 rows, c=32: --adaptive within 1.2× of --no-adaptive's time
 //
 // Figures come from the run's ledger (attempts, and the per-second run_samples) and from the
 // sandbox's GET /__sandbox/stats (per-second counts, its own latency percentiles). A chart per
@@ -17,7 +25,7 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import Database from 'better-sqlite3';
-import { BIN, ROOT, createTempDir, measureNode, readLedger, round, startSandbox } from './_lib.js';
+import { BIN, ROOT, createTempDir, measureNode, readLedger, round, sleep, startSandbox } from './_lib.js';
 import { median } from './_stats.js';
 import { renderTimelineChart } from './_timeline-chart.js';
 
@@ -46,6 +54,21 @@ export const PROFILES = [
     id: 'd', title: '(d) no limit, 50 ms, c=32',
     sandbox: ['--latency-ms', '50'],
     concurrency: 32, rows: { full: 10_000, quick: 2000 }, capS: 180, reference: { value: 640, label: 'ceiling 640/s' },
+  },
+  {
+    id: 'leaky', title: 'leaky bucket 10/s, burst 5, HTML 429 without Retry-After, 50 ms, c=32',
+    sandbox: ['--rps-cap', '10', '--rps-mode', 'bucket', '--rps-burst', '5', '--rps-cap-answer', 'html', '--latency-ms', '50', '--latency-sigma', '0.25'],
+    concurrency: 32, rows: { full: 600, quick: 600 }, capS: 180, reference: { value: 10, label: 'rate 10/s' },
+  },
+  {
+    id: 'three', title: 'three runs sharing a cap of 40/s, started 10 s apart, c=32 each',
+    sandbox: ['--rps-cap', '40', '--rps-mode', 'window', '--latency-ms', '200', '--latency-sigma', '0.25', '--retry-after', '1'],
+    concurrency: 32, rows: { full: 1000, quick: 600 }, capS: 300, clients: 3, staggerS: 10, reference: { value: 40, label: 'cap 40/s (all three)' },
+  },
+  {
+    id: 'flaky', title: 'flaky: 10% 500/503 and 5% 429 at random, 50 ms, c=32',
+    sandbox: ['--fail-rate', '0.1', '--throttle-rate', '0.0556', '--retry-after', '1', '--latency-ms', '50'],
+    concurrency: 32, rows: { full: 2000, quick: 2000 }, capS: 300, reference: { value: 640, label: 'ceiling 640/s' },
   },
 ];
 
@@ -122,38 +145,67 @@ export function idealSeconds(schedule, requests, startS) {
   return Number.NaN;
 }
 
+/** One `quote-batch run` of `rows` rows into its own ledger, and what its ledger says. */
+async function runOnce(profile, { file, sandbox, dir, rows, extraRunArgs, label, n = 0 }) {
+  const ledgerFile = join(dir, `ledger-${n}.db`);
+  const result = await measureNode(
+    [BIN, 'run', file, '--mapping', MAPPING, '--env', 'sandbox', '--base-url', sandbox.url, '--ledger', ledgerFile,
+      '--concurrency', String(profile.concurrency), '--limit', String(rows), '--quiet', ...extraRunArgs],
+    { timeoutS: profile.capS },
+  );
+  if (!existsSync(ledgerFile)) throw new Error(`partner ${label}: the run wrote no ledger (exit ${result.exitCode}):\n${result.stderr.slice(-2000)}`);
+  const ledger = readLedger(ledgerFile);
+  const db = new Database(ledgerFile, { readonly: true, fileMustExist: true });
+  try {
+    const attempts = readAttempts(db, ledger.job.id);
+    const timeline = readTimeline(db, ledger.job.id, ledger.runs.at(-1).id, attempts.firstMs);
+    const sends = db.prepare(
+      `SELECT (julianday(started_at) - 2440587.5) * 86400000.0 AS atMs, http_status AS status, kind FROM attempts WHERE job_id = ?`,
+    ).all(ledger.job.id);
+    return { ledger, attempts, timeline, sends, result, windowS: (attempts.lastMs - attempts.firstMs) / 1000 };
+  } finally {
+    db.close();
+  }
+}
+
 async function measureProfile(profile, { file, agentsFile, quick, extraRunArgs = [], label = profile.id, log }) {
   const rows = quick ? profile.rows.quick : profile.rows.full;
   const dir = createTempDir(`qb-bench-partner-${profile.id}-`);
   const sandbox = await startSandbox({ agentsFile, flags: profile.sandbox });
   try {
-    const ledgerFile = join(dir, 'ledger.db');
-    log(`partner ${label}: run ${rows} rows, --concurrency ${profile.concurrency} ${extraRunArgs.join(' ')} against sandbox ${profile.sandbox.join(' ')}…`);
+    const clients = profile.clients ?? 1;
+    log(`partner ${label}: ${clients > 1 ? `${clients} runs ${profile.staggerS} s apart, ` : ''}run ${rows} rows, --concurrency ${profile.concurrency} ${extraRunArgs.join(' ')} against sandbox ${profile.sandbox.join(' ')}…`);
     // The schedule of (b) counts from the start or the last reset: reset right before the run.
     await sandbox.reset();
     const resetAtMs = Date.now();
-    const result = await measureNode(
-      [BIN, 'run', file, '--mapping', MAPPING, '--env', 'sandbox', '--base-url', sandbox.url, '--ledger', ledgerFile,
-        '--concurrency', String(profile.concurrency), '--limit', String(rows), '--quiet', ...extraRunArgs],
-      { timeoutS: profile.capS },
-    );
-    if (!existsSync(ledgerFile)) throw new Error(`partner ${label}: the run wrote no ledger (exit ${result.exitCode}):\n${result.stderr.slice(-2000)}`);
-    const ledger = readLedger(ledgerFile);
-    const db = new Database(ledgerFile, { readonly: true, fileMustExist: true });
-    let attempts;
-    let timeline;
-    try {
-      attempts = readAttempts(db, ledger.job.id);
-      timeline = readTimeline(db, ledger.job.id, ledger.runs.at(-1).id, attempts.firstMs);
-    } finally {
-      db.close();
-    }
+    const runs = await Promise.all(Array.from({ length: clients }, async (_, n) => {
+      await sleep(n * (profile.staggerS ?? 0) * 1000);
+      return runOnce(profile, { file, sandbox, dir, rows, extraRunArgs, label, n });
+    }));
     const stats = readSandboxStats(await sandbox.statsBody());
-    return { rows, ledger, attempts, timeline, stats, result, resetAtMs, windowS: (attempts.lastMs - attempts.firstMs) / 1000 };
+    return { rows, ...runs[0], runs, stats, resetAtMs };
   } finally {
     await sandbox.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The three runs' figures: together, and each one's share of the accepted requests while all of them ran. */
+function sharedCapFigures(runs, cap) {
+  const firstMs = Math.min(...runs.map((r) => r.attempts.firstMs));
+  const lastMs = Math.max(...runs.map((r) => r.attempts.lastMs));
+  const accepted = runs.reduce((sum, r) => sum + r.attempts.n - r.attempts.throttled, 0);
+  const quotes = runs.reduce((sum, r) => sum + r.attempts.quotes, 0);
+  const quotesThrottled = runs.reduce((sum, r) => sum + r.attempts.quotesThrottled, 0);
+  // All run from a second after the last one's first request to a second before the first one's last.
+  const from = Math.max(...runs.map((r) => r.attempts.firstMs)) + 1000;
+  const to = Math.min(...runs.map((r) => r.attempts.lastMs)) - 1000;
+  const inAll = runs.map((r) => r.sends.filter((s) => s.atMs >= from && s.atMs <= to && s.status !== 429 && s.status !== null).length);
+  const total = inAll.reduce((a, b) => a + b, 0);
+  return {
+    ratio: accepted / ((lastMs - firstMs) / 1000) / cap, quoteShare: quotes > 0 ? quotesThrottled / quotes : null,
+    shares: inAll.map((n) => (total > 0 ? n / total : null)), allRunS: (to - from) / 1000,
+  };
 }
 
 /** The figures of one profile, against the issue's targets. */
@@ -186,6 +238,23 @@ function evaluate(profile, m, addFigure) {
     case 'd':
       addFigure({ id: `${id}.ceilingRatio`, label: 'partner (d): rows/s end to end ÷ 640 (no limit, 50 ms, c=32)', value: m.ledger.rows / m.result.wallS / 640, digits: 3, target: { op: '>=', value: 0.9 }, note });
       break;
+    case 'leaky': {
+      const early = m.sends.filter((s) => s.kind === 'quote' && s.status === 429 && s.atMs < m.attempts.firstMs + 2000).length;
+      addFigure({ id: `${id}.rateRatio`, label: 'partner leaky: accepted requests/s ÷ 10 (burst 5, HTML 429, no Retry-After)', value: accepted / m.windowS / 10, digits: 3, target: { op: '>=', value: 0.95 }, note });
+      addFigure({ id: `${id}.throttledShare`, label: 'partner leaky: share of quote requests answered 429', value: quoteShare, digits: 4, target: { op: '<=', value: 0.03 },
+        note: `${early} of them sent in the first 2 s` });
+      break;
+    }
+    case 'three': {
+      const f = sharedCapFigures(m.runs, 40);
+      const runs = m.runs.map((r) => `${r.ledger.rows} rows ${JSON.stringify(r.ledger.states)} in ${round(r.windowS, 1)} s`).join('; ');
+      addFigure({ id: `${id}.capRatio`, label: 'partner three: accepted requests/s of the three ÷ cap 40', value: f.ratio, digits: 3, target: { op: '>=', value: 0.95 }, note: runs });
+      addFigure({ id: `${id}.throttledShare`, label: 'partner three: share of quote requests answered 429', value: f.quoteShare, digits: 4, target: { op: '<=', value: 0.05 } });
+      addFigure({ id: `${id}.minShare`, label: 'partner three: smallest share of the accepted requests while all three run', value: Math.min(...f.shares), digits: 3, target: { op: '>=', value: 0.2 },
+        note: `shares ${f.shares.map((s) => round(s, 3)).join(' / ')} over ${round(f.allRunS, 1)} s` });
+      addFigure({ id: `${id}.maxShare`, label: 'partner three: largest share of the accepted requests while all three run', value: Math.max(...f.shares), digits: 3, target: { op: '<=', value: 0.5 } });
+      break;
+    }
   }
 }
 
@@ -215,7 +284,9 @@ async function writeCharts(charts, log) {
 export async function benchPartner({ file, agentsFile, quick, addFigure, details, log }) {
   const charts = [];
   details.partner = {};
-  for (const profile of PROFILES) {
+  // QB_PARTNER_PROFILES=leaky,three runs only those profiles.
+  const wanted = process.env.QB_PARTNER_PROFILES?.split(',').filter(Boolean);
+  for (const profile of PROFILES.filter((p) => wanted === undefined || wanted.includes(p.id))) {
     const m = await measureProfile(profile, { file, agentsFile, quick, log });
     evaluate(profile, m, addFigure);
     const entry = {
@@ -224,15 +295,22 @@ export async function benchPartner({ file, agentsFile, quick, addFigure, details
       sandbox: { operations: m.stats.operations, quoteLatencyMs: m.stats.quoteLatencyMs, perSecond: m.stats.perSecond },
       timeline: m.timeline,
     };
-    if (profile.id === 'd') {
-      // The same run without adapting: adapting must not cost the latency-bound case.
-      const fixed = await measureProfile(profile, { file, agentsFile, quick, extraRunArgs: ['--no-adaptive'], label: 'd (--no-adaptive)', log });
+    if (profile.id === 'd' || profile.id === 'flaky') {
+      // The same run without adapting: adapting must not cost a partner that does not limit us.
+      const fixed = await measureProfile(profile, { file, agentsFile, quick, extraRunArgs: ['--no-adaptive'], label: `${profile.id} (--no-adaptive)`, log });
       const adaptiveRate = m.ledger.rows / m.result.wallS;
       const fixedRate = fixed.ledger.rows / fixed.result.wallS;
-      addFigure({ id: 'partner.d.adaptiveVsFixed', label: 'partner (d): rows/s --adaptive ÷ --no-adaptive', value: adaptiveRate / fixedRate, digits: 3,
-        note: `${round(adaptiveRate, 1)} vs ${round(fixedRate, 1)} rows/s, process start to exit (exit codes ${m.result.exitCode} / ${fixed.result.exitCode})` });
+      const runs = `${round(adaptiveRate, 1)} vs ${round(fixedRate, 1)} rows/s, process start to exit (exit codes ${m.result.exitCode} / ${fixed.result.exitCode}; `
+        + `${JSON.stringify(m.ledger.states)} / ${JSON.stringify(fixed.ledger.states)})`;
+      if (profile.id === 'd') {
+        addFigure({ id: 'partner.d.adaptiveVsFixed', label: 'partner (d): rows/s --adaptive ÷ --no-adaptive', value: adaptiveRate / fixedRate, digits: 3, note: runs });
+      } else {
+        addFigure({ id: 'partner.flaky.timeVsFixed', label: 'partner flaky: --adaptive time ÷ --no-adaptive time', value: m.result.wallS / fixed.result.wallS, digits: 3, target: { op: '<=', value: 1.2 },
+          note: `${round(m.result.wallS, 2)} vs ${round(fixed.result.wallS, 2)} s; ${runs}` });
+      }
       entry.noAdaptive = { states: fixed.ledger.states, wallS: round(fixed.result.wallS, 2), exitCode: fixed.result.exitCode };
     }
+    if (m.runs.length > 1) entry.runs = m.runs.map((r) => ({ states: r.ledger.states, attempts: r.attempts, windowS: round(r.windowS, 2), exitCode: r.result.exitCode }));
     details.partner[profile.id] = entry;
     charts.push({ id: profile.id, svg: renderTimelineChart({ title: profile.title, points: m.timeline.points, reference: profile.reference }) });
   }
