@@ -8,7 +8,7 @@ import { Measures } from './_meter.js';
 import { SlotQueue } from './_queue.js';
 import { InFlightCount, systemClock, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot, type InFlightSample, type LimiterClock } from './_slots.js';
 import { createPace, PACE, paceAfter, paceMemory, paceRate, type PaceMemory, type PaceState } from './pace.js';
-import { createWindow, WINDOW, windowAfter, type WindowState } from './window.js';
+import { createWindow, effectiveWindow, WINDOW, windowAfter, type WindowState } from './window.js';
 
 export { FixedLimiter, InFlightCount, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot, type InFlightSample, type LimiterClock } from './_slots.js';
 export { RateLimiter, type Clock } from './rate-cap.js';
@@ -63,7 +63,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     this.#pace = createPace(now, memory);
     this.#inFlight = new InFlightCount(() => this.#clock.now());
     this.#queue = new SlotQueue(this.#clock, this.#inFlight, {
-      admits: (taken) => taken < Math.floor(this.#window.window),
+      admits: (taken) => taken < Math.floor(effectiveWindow(this.#window)),
       delayMs: (at) => Math.max(0, this.rate === null ? 0 : this.#nextSendAt - at, this.#pace.pausedUntil - at),
       taken: (at) => {
         const rate = this.rate;
@@ -79,8 +79,9 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   get limit(): number {
     const rate = this.rate;
     const latency = this.#window.trendMs;
-    if (rate === null || latency === undefined) return this.#window.window;
-    return Math.max(1, Math.min(this.#window.window, (rate * latency) / 1000));
+    const window = effectiveWindow(this.#window);
+    if (rate === null || latency === undefined) return window;
+    return Math.max(1, Math.min(window, (rate * latency) / 1000));
   }
 
   get inFlight(): number {

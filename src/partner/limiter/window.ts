@@ -24,6 +24,8 @@ export const WINDOW = {
   errorMargin: 0.15,
   /** A cut is judged by the first round with at most this share of the requests in flight. */
   checkInFlight: 0.8,
+  /** A baseline the smoothed latency has not come near for this long is measured again at half the window. */
+  baselineTtlMs: 10_000,
 } as const;
 
 /** One answer as the window sees it. Agent validations are not fed (a look-up says nothing of a quote's queue). */
@@ -58,8 +60,11 @@ export interface WindowState {
   readonly slowStart: boolean;
   /** Answers to requests sent before the last cut neither grow the window nor cut it again. */
   readonly lastCutAt: number;
-  /** The partner without a queue: the lowest smoothed round latency, ms. */
+  /** The partner without a queue: the lowest smoothed round latency, ms; when it was last confirmed. */
   readonly baselineMs: number | undefined;
+  readonly baselineAt: number;
+  /** A round at half the window measures the baseline again (Envoy's minRTT window, BBR's ProbeRTT). */
+  readonly probing: boolean;
   readonly trendMs: number | undefined;
   /** The share of errors the partner gives whatever our load: the lowest smoothed round share. */
   readonly errorFloor: number | undefined;
@@ -73,15 +78,20 @@ export function createWindow(ceiling: number, now: number, initial: number = WIN
   if (!(initial >= 1)) throw new RangeError(`the initial window must be at least 1, got ${initial}`);
   return {
     ceiling, window: Math.min(ceiling, initial), slowStart: !warm, lastCutAt: Number.NEGATIVE_INFINITY,
-    baselineMs: undefined, trendMs: undefined, errorFloor: undefined, errorTrend: undefined, round: newRound(now), cut: undefined,
+    baselineMs: undefined, baselineAt: now, probing: false, trendMs: undefined, errorFloor: undefined, errorTrend: undefined, round: newRound(now), cut: undefined,
   };
+}
+
+/** Requests admitted in flight: the window, halved while the baseline is measured again. */
+export function effectiveWindow(state: WindowState): number {
+  return state.probing ? Math.max(1, state.window / 2) : state.window;
 }
 
 /** The window after one answer, observed at `now`. */
 export function windowAfter(state: WindowState, answer: WindowAnswer, now: number): WindowState {
   let next = state;
   // Grows while in use (half of it in flight, as AIMDLimit checks): a run that cannot fill it learns nothing.
-  if (answer.signal === 'ok' && answer.sentAt >= state.lastCutAt && answer.inFlightAtSend >= state.window / 2) {
+  if (answer.signal === 'ok' && !state.probing && answer.sentAt >= state.lastCutAt && answer.inFlightAtSend >= state.window / 2) {
     const step = state.slowStart ? WINDOW.slowStartGrowth : 1 / state.window;
     next = { ...next, window: Math.min(state.ceiling, state.window + step) };
   }
@@ -128,8 +138,12 @@ function endRound(state: WindowState, round: Round, answers: number, now: number
     }
   }
   if (state.baselineMs === undefined || state.errorFloor === undefined) return s;
+  if (state.probing && latency !== undefined) return { ...s, probing: false, baselineMs: latency, trendMs: latency, baselineAt: now };
   const base = s.baselineMs as number;
   const allowance = Math.max(base * WINDOW.latencyTolerance, WINDOW.latencyFloorMs);
+  // A baseline that only a cut's undoing moved up may be our own queue's: it is measured again.
+  if (trendMs === undefined || trendMs <= base + allowance / 2) s = { ...s, baselineAt: now };
+  else if (now - s.baselineAt > WINDOW.baselineTtlMs) return { ...s, probing: true };
   if (latency !== undefined && trendMs !== undefined && trendMs > base + allowance / 2 && latency > base + allowance) {
     const factor = Math.max(WINDOW.maxCut, (base + allowance / 2) / latency);
     return cutTo(s, { cause: 'latency', level: latency, inFlight, windowBefore: s.cut?.windowBefore ?? s.window }, factor, now);
