@@ -80,9 +80,11 @@ describe('where a cut starts from', () => {
   it('unpaced, within the first second of answers the count is a guess from below: the pace slow-starts from it', () => {
     const next = paceAfter(createPace(0), throttled({ burstShare: 0.6, acceptedRate: 5, answeringForMs: 300 }), 300);
     expect(next.rate).toBeCloseTo(PACE.beta * 5, 9);
-    expect(next.slowStart).toBe(true);
-    // Doubling per paced second until its first 429.
-    expect(paceAfter(next, answer({ sendRate: 5, answeringForMs: 1300 }), 1300).rate).toBeCloseTo(2 * PACE.beta * 5, 9);
+    expect(next.slowStart).toBe('guess');
+    // Doubling per paced second until its first 429, what is sent following …
+    expect(paceAfter(next, answer({ sendRate: 2 * PACE.beta * 5, answeringForMs: 1300 }), 1300).rate).toBeCloseTo(2 * PACE.beta * 5, 9);
+    // … not past what is sent while senders sit idle (waiting out the first 429s' Retry-After).
+    expect(paceAfter(next, answer({ sendRate: 2, answeringForMs: 1300 }), 1300).rate).toBeCloseTo(PACE.beta * 5, 9);
   });
 });
 
@@ -101,7 +103,7 @@ describe('growth', () => {
   it('a pace never confirmed that grows well past its last cap without a 429 slow-starts (the cap moved, or was no cap)', () => {
     const next = paceAfter({ ...pacedAt(40, { lastMaxRate: 30, pacedS: 12 }), updatedAt: 9_000 }, answer(), 10_000);
     expect(next.rate).toBeGreaterThan(30 * PACE.movedCap);
-    expect(next.slowStart).toBe(true);
+    expect(next.slowStart).toBe('moved');
   });
 });
 

@@ -72,8 +72,8 @@ export interface PaceState extends PaceMemory {
   readonly lastCutAt: number;
   readonly updatedAt: number;
   readonly episode: Episode | undefined;
-  /** Grows ×2 per second (TCP's slow start) until the next cut: the pace began from a guess, or its cap moved. */
-  readonly slowStart: boolean;
+  /** Grows ×2 per second (TCP's slow start) until the next cut: the pace began from a `guess`, or its cap `moved`. */
+  readonly slowStart: 'guess' | 'moved' | false;
   /** An episode ended this run: 429s do end when paced, so they are about a rate (ours, or a cap shared with others). */
   readonly confirmed: boolean;
 }
@@ -106,8 +106,9 @@ export function cubic(lastMaxRate: number, pacedS: number): number {
 /** The pace after one answer, observed at `now`. */
 export function paceAfter(state: PaceState, answer: PaceAnswer, now: number): PaceState {
   let s = grown(state, answer, now);
-  // One cut per cap period: answers to requests sent before a cut settled say nothing of it.
-  const settled = answer.sentAt >= s.lastCutAt + PACE.settleMs;
+  // One cut per cap period: answers to requests sent before a cut settled say nothing of it. In slow
+  // start the first 429 is the cap, whenever it comes.
+  const settled = answer.sentAt >= s.lastCutAt + (s.slowStart === 'guess' ? 0 : PACE.settleMs);
   if (s.episode !== undefined && settled) s = counted(s, answer.throttled, answer.sendRate);
   if (!answer.throttled || !settled || !aboveOwnShare(s, answer)) return s;
   const e = s.episode;
@@ -145,8 +146,9 @@ function grown(state: PaceState, answer: PaceAnswer, now: number): PaceState {
   const pacedS = state.pacedS + dt;
   const next = state.slowStart ? state.rate * 2 ** dt : cubic(state.lastMaxRate, pacedS);
   // Not past twice what is really sent (as the AWS SDKs' limiter): a pace the window holds back learns nothing.
-  const rate = Math.max(Math.min(state.rate, next), Math.min(next, 2 * answer.sendRate));
-  const slowStart = state.slowStart || (!state.confirmed && rate > state.lastMaxRate * PACE.movedCap);
+  // From a guess, slow start doubles only what is sent (senders idle after the first 429s' Retry-After do not count).
+  const rate = Math.max(Math.min(state.rate, next), Math.min(next, (state.slowStart === 'guess' ? 1.25 : 2) * answer.sendRate));
+  const slowStart = state.slowStart || (!state.confirmed && rate > state.lastMaxRate * PACE.movedCap ? 'moved' : false);
   return { ...state, pacedS, rate: rate > answer.maxUsefulRate ? null : rate, updatedAt: now, slowStart };
 }
 
@@ -154,15 +156,15 @@ function cut(state: PaceState, answer: PaceAnswer, measured: Measure | undefined
   // Counted over less than a second, acceptances are a guess from below: a pace already set is the better one.
   const guess = answer.answeringForMs < PACE.settleMs;
   // A probe crossing a cap (few 429s) is near the pace: a lagging count (a low pace, idle senders) is not taken far below it.
-  const crossing = state.rate !== null && answer.recentShare < state.ownShare + PACE.startShare;
-  const accepted = guess && state.rate !== null ? Number.POSITIVE_INFINITY : crossing ? Math.max(answer.acceptedRate, 0.9 * (state.rate ?? 0)) : answer.acceptedRate;
+  const crossing = state.rate !== null && state.slowStart !== 'guess' && answer.recentShare < state.ownShare + PACE.startShare;
+  const accepted = guess && state.rate !== null && state.slowStart !== 'guess' ? Number.POSITIVE_INFINITY : crossing ? Math.max(answer.acceptedRate, 0.9 * (state.rate ?? 0)) : answer.acceptedRate;
   const from = Math.max(PACE.minRate, Math.min(state.rate ?? Number.POSITIVE_INFINITY, accepted));
   // CUBIC's fast convergence: a cap met below the last is aimed under, which leaves room to other clients.
   const lastMaxRate = state.rate !== null && from < state.lastMaxRate ? (from * (1 + PACE.beta)) / 2 : from;
   const e = state.episode;
   // A measure spans cuts until it has its answers.
   const episode = measured === undefined && e !== undefined ? e : { answers: 0, rateSum: 0, throttled: 0, highest: highest(e?.highest, measured) };
-  return { ...state, rate: PACE.beta * from, lastMaxRate, pacedS: 0, lastCutAt: now, slowStart: state.rate === null && guess, episode };
+  return { ...state, rate: PACE.beta * from, lastMaxRate, pacedS: 0, lastCutAt: now, slowStart: guess && (state.rate === null || state.slowStart !== false) ? 'guess' : false, episode };
 }
 
 /** Every `checkAnswers` answers since a cut settled: few 429s end the episode (pacing ended them); else they are a measure. */
