@@ -4,6 +4,7 @@
  * QUOTE_BATCH_TEST_POSTGRES names (`postgres://user:password@host:port/database`).
  */
 import { randomBytes } from 'node:crypto';
+import type Database from 'better-sqlite3';
 import pg from 'pg';
 
 export { freePort, startPostgres, TEST_PG_PASSWORD, type EmbeddedServer as TestPostgres } from '../../scripts/embedded-postgres.js';
@@ -48,4 +49,34 @@ export async function ledgerText(url: string, schema = 'quote_batch'): Promise<s
     parts.push(JSON.stringify(rows));
   }
   return parts.join('\n');
+}
+
+/** The tables a SQLite ledger's reads use, parents first. */
+const LEDGER_TABLES = ['jobs', 'runs', 'rows', 'attempts', 'agents', 'resolutions', 'run_samples'] as const;
+
+/**
+ * Copies every row of a SQLite ledger's tables into a PostgreSQL ledger's (created by
+ * `PgLedger.open`): the columns both have, the same values. For comparing reads on both backends.
+ */
+export async function copySqliteLedger(from: Database.Database, url: string, schema = 'quote_batch'): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    await client.query(`SET search_path = ${schema}`);
+    for (const table of LEDGER_TABLES) {
+      const target = new Set((await client.query<{ column_name: string }>(
+        `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`, [schema, table],
+      )).rows.map((r) => r.column_name));
+      const columns = (from.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]).filter((c) => target.has(c));
+      const rows = from.prepare(`SELECT ${columns.join(', ')} FROM ${table}`).raw().all() as unknown[][];
+      for (let i = 0; i < rows.length; i += 500) {
+        const batch = rows.slice(i, i + 500);
+        const values = batch.map((_, r) => `(${columns.map((_c, c) => `$${r * columns.length + c + 1}`).join(', ')})`).join(', ');
+        await client.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${values}`, batch.flat());
+      }
+    }
+  } finally {
+    await client.end();
+  }
 }

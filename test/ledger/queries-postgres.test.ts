@@ -6,7 +6,6 @@
  * same figures, in the same order, on both: the report's JSON byte for byte.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import pg from 'pg';
 import { groupRowErrors } from '../../src/error-groups.js';
 import {
   countRowsWithoutPosition, errorRowBatches, readJobFiles, readRowsByOtherJobs, sourceRowBatches, type RowState, type SqlDb,
@@ -17,34 +16,8 @@ import { buildReport, exportRows, listJobs, readProblemRows, resolveJobId, type 
 import { buildEmptyJob } from '../fixtures/report/empty-job.js';
 import { buildHostileData } from '../fixtures/report/hostile-data.js';
 import { buildMixedJob } from '../fixtures/report/mixed-job.js';
-import { createTestDatabase } from '../helpers/postgres.js';
+import { copySqliteLedger, createTestDatabase } from '../helpers/postgres.js';
 import { createTempLedger, insertAttempt, insertJob, insertRow, insertRun, insertSample, iso, type TempLedger } from '../report/_ledger.js';
-
-/** The tables a report reads, parents first. */
-const TABLES = ['jobs', 'runs', 'rows', 'attempts', 'agents', 'resolutions', 'run_samples'] as const;
-
-/** Copies every row of the SQLite ledger's tables into the PostgreSQL ledger's (same columns, same values). */
-async function copyLedger(from: TempLedger, url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query('SET search_path = quote_batch');
-    for (const table of TABLES) {
-      const target = new Set((await client.query<{ column_name: string }>(
-        `SELECT column_name FROM information_schema.columns WHERE table_schema = 'quote_batch' AND table_name = $1`, [table],
-      )).rows.map((r) => r.column_name));
-      const columns = (from.db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]).filter((c) => target.has(c));
-      const rows = from.db.prepare(`SELECT ${columns.join(', ')} FROM ${table}`).raw().all() as unknown[][];
-      for (let i = 0; i < rows.length; i += 500) {
-        const batch = rows.slice(i, i + 500);
-        const values = batch.map((_, r) => `(${columns.map((_c, c) => `$${r * columns.length + c + 1}`).join(', ')})`).join(', ');
-        await client.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${values}`, batch.flat());
-      }
-    }
-  } finally {
-    await client.end();
-  }
-}
 
 /** Cases the report fixtures lack: rows another job sent or had rejected, unreadable answers, a resolution, fractional samples. */
 function addCases(db: TempLedger['db'], mixedJobId: number): number {
@@ -118,7 +91,7 @@ describe('the ledger\'s queries on PostgreSQL and on SQLite', () => {
     jobs = t.db.prepare('SELECT id FROM jobs ORDER BY id').pluck().all() as number[];
     const url = await createTestDatabase(inject('postgresUrl'));
     pgLedger = await PgLedger.open(url);
-    await copyLedger(t, url);
+    await copySqliteLedger(t.db, url);
   });
   afterAll(async () => {
     await pgLedger?.close();
