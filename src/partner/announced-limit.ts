@@ -43,9 +43,21 @@ export interface TrackedWindow {
   resetAt: number | null;
   /** Whether that reset was said as {@link ANNOUNCED.timedResetS} or more: holds and spreading use it. */
   resetTimed: boolean;
-  /** The number of the request whose answer said it (see {@link AnnouncedLimit.sent}). */
+  /** The number of the request whose answer said it (see {@link AnnouncedLimit.reserve}). */
   sendNo: number;
+  /**
+   * What the last answers in this window said is left, each plus its request's number (that is, as
+   * if no request had left after it): what is left now is their median less the requests that left.
+   * One answer alone would do if requests reached the partner in the order they left; over several
+   * sockets a few overtake one another, and an answer then counts them twice or not at all.
+   */
+  bases: readonly number[];
 }
+
+/** Answers whose {@link TrackedWindow.bases} are kept: the median of 16 is off by none of a few requests overtaken. */
+const BASES = 16;
+/** A reset later than the one standing by more than this is a new window (resets are said in whole seconds, from when each request left). */
+const SAME_WINDOW_MS = 1500;
 
 /** The window's length, as announced or as long as its resets have shown; null when neither is known. */
 export function lengthOf(w: TrackedWindow): number | null {
@@ -61,9 +73,15 @@ export function isQuota(w: TrackedWindow, maxRetryAfterMs: number): boolean {
 
 /** Requests the window still allows now (`sends`: requests counted so far); null when unknown or its reset passed. */
 export function leftOf(w: TrackedWindow, now: number, sends: number): number | null {
-  if (w.remaining === null) return null;
+  if (w.bases.length === 0) return null;
   if (w.resetAt !== null && w.resetAt <= now) return null;
-  return w.remaining - (sends - w.sendNo);
+  return median(w.bases) - sends;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : Math.floor(((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2);
 }
 
 /**
@@ -84,22 +102,32 @@ export function ceilingOf(windows: Iterable<TrackedWindow>, now: number, sends: 
   return Number.isFinite(ceiling) ? ceiling : null;
 }
 
-/** Whether a request may leave now: yes; not before `until` (ms, a spent window's reset within `--max-retry-after`); or the quota is spent past it. */
+/**
+ * Whether a request may leave now: yes; not yet, what is left being taken by requests let through
+ * that have not left yet (`settling`: if they do not leave after all, it is this one's); not before
+ * `until` (ms, a spent window's reset within `--max-retry-after`); or the quota is spent past it.
+ */
 export type Gate =
   | { kind: 'send' }
+  | { kind: 'settling' }
   | { kind: 'wait'; until: number; window: TrackedWindow }
   | { kind: 'spent'; until: number; window: TrackedWindow };
 
-/** The gate of {@link AnnouncedLimit}: the latest reset of the windows spent now (timed resets only). */
-export function gateOf(windows: Iterable<TrackedWindow>, now: number, sends: number, maxRetryAfterMs: number): Gate {
+/**
+ * The gate of {@link AnnouncedLimit}: the latest reset of the windows spent now (timed resets only).
+ * `sends`: the requests that left; `reserved`: those let through that have not left yet.
+ */
+export function gateOf(windows: Iterable<TrackedWindow>, now: number, sends: number, maxRetryAfterMs: number, reserved = 0): Gate {
   let binding: TrackedWindow | undefined;
+  let settling = false;
   for (const w of windows) {
     if (!w.resetTimed || w.resetAt === null) continue;
     const left = leftOf(w, now, sends);
-    if (left === null || left > 0) continue;
-    if (binding === undefined || w.resetAt > (binding.resetAt as number)) binding = w;
+    if (left === null || left - reserved > 0) continue;
+    if (left > 0) settling = true;
+    else if (binding === undefined || w.resetAt > (binding.resetAt as number)) binding = w;
   }
-  if (binding === undefined) return { kind: 'send' };
+  if (binding === undefined) return settling ? { kind: 'settling' } : { kind: 'send' };
   const until = binding.resetAt as number;
   return { kind: until - now > maxRetryAfterMs ? 'spent' : 'wait', until, window: binding };
 }
@@ -128,12 +156,20 @@ function spanOf(seconds: number): string {
   return `${Math.round(seconds)}s`;
 }
 
-/** A request counted by {@link AnnouncedLimit.sent}: its number, and whether it left within a trusted announced limit. */
+/**
+ * A request that passed the gate ({@link AnnouncedLimit.reserve}): counted against what is left
+ * while it waits to leave, then numbered as it leaves (`depart`), in the order requests reach the
+ * partner; `cancel` when it does not leave after all.
+ */
 export interface SendTicket {
-  no: number;
-  under: boolean;
+  /** Its number among the requests that left (0 until it leaves). */
+  readonly no: number;
+  /** Whether it left within a trusted announced rate. */
+  readonly under: boolean;
   /** When it left (the limiter clock's ms): its answer's resets count from there (the partner counted it on arrival). */
-  at: number;
+  readonly at: number;
+  depart(): void;
+  cancel(): void;
 }
 
 /** What changed with an answer, for the client's events. */
@@ -170,7 +206,9 @@ export class AnnouncedLimit {
   readonly #now: () => number;
   readonly #maxRetryAfterMs: number;
   readonly #windows = new Map<string, TrackedWindow>();
+  /** Requests that left, and requests that passed the gate and have not left yet. */
   #sends = 0;
+  #reserved = 0;
   #style: AnnouncementStyle | null = null;
   #headers = '';
   #firstAt: number | null = null;
@@ -193,18 +231,39 @@ export class AnnouncedLimit {
     return this.#distrustedAt !== null;
   }
 
-  /** Counts a request leaving now. `cancel` it if it does not leave after all. */
-  sent(): SendTicket & { cancel(): void } {
-    this.#sends += 1;
-    let cancelled = false;
-    return {
-      no: this.#sends, under: this.#trusted() && this.ceiling() !== null, at: this.#now(),
+  /**
+   * Counts a request that passed the gate: it counts against what is left at once (others waiting
+   * see the quota spent), and is numbered when it leaves. Numbering at departure rather than here
+   * keeps the count right when requests leave in another order than they passed the gate (each
+   * awaits its ledger mark first): an answer's remaining count covers the requests that reached
+   * the partner before it, which are those that left before it.
+   */
+  reserve(): SendTicket {
+    this.#reserved += 1;
+    let state: 'reserved' | 'left' | 'cancelled' = 'reserved';
+    const ticket = {
+      no: 0, under: false, at: 0,
+      depart: () => {
+        if (state !== 'reserved') return;
+        state = 'left';
+        this.#reserved -= 1;
+        this.#sends += 1;
+        Object.assign(ticket, { no: this.#sends, under: this.#trusted() && this.ceiling() !== null, at: this.#now() });
+      },
       cancel: () => {
-        if (cancelled) return;
-        cancelled = true;
-        this.#sends -= 1;
+        if (state !== 'reserved') return;
+        state = 'cancelled';
+        this.#reserved -= 1;
       },
     };
+    return ticket;
+  }
+
+  /** A request leaving at once (passed the gate and left): {@link reserve} then `depart`. */
+  sent(): SendTicket {
+    const ticket = this.reserve();
+    ticket.depart();
+    return ticket;
   }
 
   /** An answer to the request of `ticket`: what it announced (null: nothing), and whether it was a 429. */
@@ -230,19 +289,25 @@ export class AnnouncedLimit {
       const key = a.name ?? (a.windowS !== null ? `${a.windowS}s` : 'default');
       const known = this.#windows.get(key);
       if (known === undefined && this.#windows.size >= MAX_WINDOWS) continue;
-      // An answer to an earlier request than the one that last spoke of this window says less.
-      if (known !== undefined && known.sendNo > ticket.no) continue;
       // What this answer leaves unsaid (Kong gives the reset of one window only) stands while its window does.
       const standing = known !== undefined && (known.resetAt === null || known.resetAt > ticket.at) ? known : undefined;
+      const resetAt = a.resetS === null ? standing?.resetAt ?? null : ticket.at + a.resetS * 1000;
+      const sameWindow = standing !== undefined && (standing.resetAt === null || resetAt === null || resetAt <= standing.resetAt + SAME_WINDOW_MS);
+      const bases = [...(sameWindow ? standing.bases : []), ...(a.remaining === null ? [] : [a.remaining + ticket.no])].slice(-BASES);
+      // An answer to an earlier request than the one that last spoke of this window adds what it says is left, no more.
+      if (known !== undefined && known.sendNo > ticket.no) {
+        if (sameWindow) this.#windows.set(key, { ...known, bases });
+        continue;
+      }
       this.#windows.set(key, {
         key, name: a.name, limit: a.limit ?? known?.limit ?? null, windowS: a.windowS ?? known?.windowS ?? null,
         longestResetS: Math.max(known?.longestResetS ?? 0, a.resetS ?? 0),
         ...(a.remaining !== null || standing === undefined
           ? { remaining: a.remaining, sendNo: ticket.no }
           : { remaining: standing.remaining, sendNo: standing.sendNo }),
-        ...(a.resetS !== null
-          ? { resetAt: ticket.at + a.resetS * 1000, resetTimed: a.resetS >= ANNOUNCED.timedResetS }
-          : { resetAt: standing?.resetAt ?? null, resetTimed: standing?.resetTimed ?? false }),
+        bases,
+        resetAt,
+        resetTimed: a.resetS === null ? standing?.resetTimed ?? false : a.resetS >= ANNOUNCED.timedResetS,
       });
     }
     const rate = this.ceiling();
@@ -253,12 +318,12 @@ export class AnnouncedLimit {
 
   /** The rate sends stay within now (requests/s), or null: none announced, or distrusted. */
   ceiling(): number | null {
-    return this.#trusted() ? ceilingOf(this.#windows.values(), this.#now(), this.#sends, this.#maxRetryAfterMs) : null;
+    return this.#trusted() ? ceilingOf(this.#windows.values(), this.#now(), this.#sends + this.#reserved, this.#maxRetryAfterMs) : null;
   }
 
   /** Whether a request may leave now (see {@link gateOf}); always while distrusted. */
   gate(): Gate {
-    return this.#trusted() ? gateOf(this.#windows.values(), this.#now(), this.#sends, this.#maxRetryAfterMs) : { kind: 'send' };
+    return this.#trusted() ? gateOf(this.#windows.values(), this.#now(), this.#sends, this.#maxRetryAfterMs, this.#reserved) : { kind: 'send' };
   }
 
   /** Notes that a spent quota stopped the run, until `until`. */

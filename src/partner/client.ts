@@ -37,6 +37,8 @@ const PATHS: Readonly<Record<AttemptKind, string>> = {
   quote: '/partner/v2/policy/quote',
   lead: '/partner/v2/policy/lead',
 };
+/** How long a request waits for those let through before it to leave, when they take what is left of an announced quota. */
+const SETTLING_MS = 10;
 /** A read the partner can answer whatever it knows of the agent (400 for a bad address is an answer too). */
 const FALLBACK_PROBE_EMAIL = 'quote-batch-probe@example.com';
 
@@ -286,15 +288,18 @@ class GotPartnerClient implements PartnerClient {
       if (admitted === 'halted' || admitted === 'aborted') return cutShort(admitted);
       const { permit, slot } = admitted;
       // The partner's announced quota, spent: held until its reset, or halted when that is too far.
-      if (!this.#announcedAllows()) {
+      const allowed = this.#announcedAllows();
+      if (allowed !== 'send') {
         slot.release({ latencyMs: 0, signal: 'dropped' });
         breaker.release(permit);
         if (this.halted) return cutShort('halted');
+        // What is left is taken by requests let through that have not left yet: this one goes if they do not.
+        if (allowed === 'settling' && (await sleep(SETTLING_MS, [options.signal, this.#halt.signal])) === 'aborted') return cutShort(this.halted ? 'halted' : 'aborted');
         attempt -= 1;
         continue;
       }
       // Counted as it passes the gate (the ledger's mark is awaited below): others waiting see it spent.
-      const ticket = this.#announced.sent();
+      const ticket = this.#announced.reserve();
 
       let decision: SendDecision;
       try {
@@ -320,6 +325,7 @@ class GotPartnerClient implements PartnerClient {
         continue;
       }
       slot.sent();
+      ticket.depart();
       const { raw, parsed, cls, record } = await this.#attempt(kind, payload, ticket);
       last = { raw, cls, parsed };
       slot.release({ latencyMs: record.durationMs, signal: limiterSignal(cls), timed: kind !== 'agent_validate' });
@@ -344,7 +350,7 @@ class GotPartnerClient implements PartnerClient {
       }
       if (!cls.retry) return finish(cls.outcome, cls.errorCode, detail);
       // A refusal that spent the announced quota halts as the quota's, not as its Retry-After's.
-      if (!this.#announcedAllows() && this.halted) return finish('retryable', cls.errorCode, detail, { halt: this.#haltReason ?? undefined });
+      if (this.#announcedAllows() === 'halted') return finish('retryable', cls.errorCode, detail, { halt: this.#haltReason ?? undefined });
       if (retryAfterMs !== undefined && retryAfterMs > this.#options.maxRetryAfterMs) {
         const until = new Date(Date.now() + retryAfterMs);
         const reason = `the partner asks to wait ${formatDuration(retryAfterMs)} (Retry-After, over --max-retry-after ${formatDuration(this.#options.maxRetryAfterMs)}); run again after ${until.toISOString()}`;
@@ -558,14 +564,14 @@ class GotPartnerClient implements PartnerClient {
    * --max-retry-after holds every request until then (told once, as a Retry-After is, so that other
    * workers of the job wait too); one further away halts the client (`quota`).
    */
-  #announcedAllows(): boolean {
+  #announcedAllows(): 'send' | 'settling' | 'held' | 'halted' {
     const gate = this.#announced.gate();
-    if (gate.kind === 'send') return true;
+    if (gate.kind === 'send' || gate.kind === 'settling') return gate.kind;
     const until = new Date(Date.now() + Math.max(0, gate.until - performance.now()));
     if (gate.kind === 'spent') {
       this.#announced.spent(until);
       this.#haltWith('quota', quotaSpentReason(gate.window, this.#announced.summary()?.headers ?? '', until, this.#options.maxRetryAfterMs), until);
-      return false;
+      return 'halted';
     }
     this.#heldUntilMs = Math.max(this.#heldUntilMs, until.getTime());
     if (until.getTime() > this.#announcedWaitUntil + 1000) {
@@ -573,7 +579,7 @@ class GotPartnerClient implements PartnerClient {
       this.#onEvent({ type: 'quota_wait', until, window: { name: gate.window.name, limit: gate.window.limit, window_s: gate.window.windowS ?? (gate.window.longestResetS > 0 ? gate.window.longestResetS : null), remaining: 0 } });
       this.#onEvent({ type: 'retry_after', until });
     }
-    return false;
+    return 'held';
   }
 
   #haltWith(kind: HaltKind, reason: string, retryAfter?: Date, since?: Date, hint?: string): void {

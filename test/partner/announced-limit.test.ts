@@ -6,9 +6,10 @@ import { parseRateLimitHeaders, type Announcement } from '../../src/partner/rate
 const FIVE_MINUTES = 300_000;
 
 /** A window as the tracker keeps it, at time 0 unless said. */
-const tw = (over: Partial<TrackedWindow>): TrackedWindow => ({
-  key: 'k', name: null, limit: null, windowS: null, longestResetS: 0, remaining: null, resetAt: null, resetTimed: false, sendNo: 0, ...over,
-});
+const tw = (over: Partial<TrackedWindow>): TrackedWindow => {
+  const w = { key: 'k', name: null, limit: null, windowS: null, longestResetS: 0, remaining: null, resetAt: null, resetTimed: false, sendNo: 0, ...over };
+  return { bases: w.remaining === null ? [] : [w.remaining + w.sendNo], ...w };
+};
 
 const kongSecond = tw({ key: 'second', limit: 40, windowS: 1, longestResetS: 1, remaining: 12, resetAt: 1000, resetTimed: false });
 const perMinute = (remaining: number, resetAt: number, sendNo = 0): TrackedWindow =>
@@ -58,7 +59,20 @@ describe('gateOf', () => {
   ])('%s', (_name, windows, now, sends, kind, until) => {
     const gate = gateOf(windows, now, sends, FIVE_MINUTES);
     expect(gate.kind).toBe(kind);
-    expect(gate.kind === 'send' ? null : gate.until).toBe(until);
+    expect(gate.kind === 'send' || gate.kind === 'settling' ? null : gate.until).toBe(until);
+  });
+
+  it.each<[number, number, string]>([
+    // 5 left: 3 let through and not left yet leave room for 2 more.
+    [0, 3, 'send'],
+    // They take all that is left: wait to see whether they leave (one that does not leaves room).
+    [0, 5, 'settling'],
+    [2, 3, 'settling'],
+    // Spent by requests that left: the quota's, whatever is let through.
+    [5, 0, 'spent'],
+    [5, 4, 'spent'],
+  ])('with %i sent and %i let through but not left: %s', (sends, reserved, kind) => {
+    expect(gateOf([hourly(5, 1_800_000)], 0, sends, FIVE_MINUTES, reserved).kind).toBe(kind);
   });
 });
 
@@ -172,14 +186,49 @@ describe('AnnouncedLimit', () => {
     expect(limit.gate().kind).toBe('send');
   });
 
-  it('a request that did not leave after all is not counted', () => {
+  it('a request that passed the gate counts at once; one that did not leave after all, not at all', () => {
     const { limit } = tracker();
     limit.answered(limit.sent(), quota(1, 1800), false);
-    const t = limit.sent();
-    expect(limit.gate().kind).toBe('spent');
+    const t = limit.reserve();
+    // The last request left takes what is left: the next waits to see whether it leaves.
+    expect(limit.gate().kind).toBe('settling');
     t.cancel();
     t.cancel();
+    t.depart();
+    expect(t.no).toBe(0);
     expect(limit.gate().kind).toBe('send');
+  });
+
+  it('numbers requests in the order they leave, not the order they passed the gate (each awaits its ledger mark)', () => {
+    const { limit } = tracker();
+    limit.answered(limit.sent(), quota(10, 1800), false);
+    const a = limit.reserve();
+    const b = limit.reserve();
+    b.depart();
+    a.depart();
+    expect([a.no, b.no]).toEqual([3, 2]);
+    // b's answer (it reached the partner second of the three) says 8 left; a left after it: 7.
+    limit.answered(b, quota(8, 1800), false);
+    expect(leftOf(limit.windows()[0]!, 0, 3)).toBe(7);
+  });
+
+  it('what is left is the median of what the last answers said: a few requests overtaking others are counted right', () => {
+    const { limit } = tracker();
+    const tickets = Array.from({ length: 12 }, () => limit.sent());
+    // 100 left before the first; requests 5 and 6 reached the partner the other way round, and so did 9 and 10.
+    const arrived = [1, 2, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12];
+    arrived.forEach((no, i) => limit.answered(tickets[no - 1]!, quota(100 - (i + 1), 1800), false));
+    expect(leftOf(limit.windows()[0]!, 0, 12)).toBe(88);
+    expect(leftOf(limit.windows()[0]!, 0, 20)).toBe(80);
+  });
+
+  it('a new window (its reset later by more than the rounding of whole seconds) starts its count afresh', () => {
+    const { limit, clock } = tracker();
+    limit.answered(limit.sent(), quota(0, 10), false);
+    expect(limit.gate()).toMatchObject({ kind: 'wait', until: 10_000 });
+    clock.t = 10_000;
+    limit.answered(limit.sent(), quota(499, 3600), false);
+    expect(leftOf(limit.windows()[0]!, 10_000, 2)).toBe(499);
   });
 
   it('an answer to an earlier request does not undo what a later one said', () => {
