@@ -1,6 +1,6 @@
 /**
  * The limit the partner announces in its headers (`rate-limit-headers.ts` reads them), kept across
- * its answers (docs/adaptive.md, "When the partner announces its limit"):
+ * its answers (docs/announced-limits.md):
  *
  * - **the rate** sends stay within ({@link ceilingOf}): each window's limit over its length, a little
  *   under it, and for a window whose reset is said precisely enough, its remaining quota spread over
@@ -17,7 +17,7 @@
  */
 import type { Announcement, AnnouncementStyle } from './rate-limit-headers.js';
 
-/** The rules' constants; docs/adaptive.md says why each has its value. */
+/** The rules' constants; docs/announced-limits.md says why each has its value. */
 export const ANNOUNCED = {
   /** Sends keep to this share of a window's rate: our own timers' jitter never puts one more request than the limit in a window. */
   share: 0.975,

@@ -1,6 +1,6 @@
 /**
- * What a partner's gateway announces of our limit, read from one answer's headers (docs/adaptive.md,
- * "When the partner announces its limit"). Pure: the headers in, the announced windows out; a header
+ * What a partner's gateway announces of our limit, read from one answer's headers
+ * (docs/announced-limits.md). Pure: the headers in, the announced windows out; a header
  * that is unknown, malformed or out of bounds is ignored, never an error (the IETF draft: "Malformed
  * RateLimit header fields MUST be ignored").
  *
