@@ -20,7 +20,7 @@ import type { Announcement, AnnouncementStyle } from './rate-limit-headers.js';
 /** The rules' constants; docs/announced-limits.md says why each has its value. */
 export const ANNOUNCED = {
   /** Sends keep to this share of a window's rate: our own timers' jitter never puts one more request than the limit in a window. */
-  share: 0.975,
+  share: 0.99,
   /** A reset said as at least this many seconds is precise enough to hold requests until it and to spread a quota over it (resets are whole seconds). */
   timedResetS: 2,
   /** 429s among the last {@link ANNOUNCED.distrustAnswers} answers to requests sent within the announced limit that distrust it. */

@@ -123,7 +123,7 @@ describe('AnnouncedLimit', () => {
     expect(limit.ceiling()).toBeNull();
     const changes = limit.answered(before, kong(40, 39), false);
     expect(changes.map((c) => c.type)).toEqual(['announced']);
-    expect(limit.ceiling()).toBeCloseTo(39, 6);
+    expect(limit.ceiling()).toBeCloseTo(39.6, 6);
     expect(limit.sent().under).toBe(true);
     expect(limit.answered(limit.sent(), kong(40, 38), false)).toEqual([]);
   });
@@ -267,7 +267,7 @@ describe('AnnouncedLimit', () => {
     limit.spent(new Date('2024-01-01T01:00:00Z'));
     expect(limit.summary()).toEqual({
       style: 'kong', headers: 'X-RateLimit-Limit-Second (Kong)', windows: [{ name: 'second', limit: 40, window_s: 1 }],
-      rate: 39, distrusted_after_ms: null, throttled_under: 0, answers_under: 0, spent_until: '2024-01-01T01:00:00.000Z',
+      rate: 39.6, distrusted_after_ms: null, throttled_under: 0, answers_under: 0, spent_until: '2024-01-01T01:00:00.000Z',
     });
   });
 });
