@@ -164,11 +164,12 @@ function spanOf(seconds: number): string {
 export interface SendTicket {
   /** Its number among the requests that left (0 until it leaves). */
   readonly no: number;
-  /** Whether it left within a trusted announced rate. */
+  /** Whether it left within a trusted announced rate (paced within it). */
   readonly under: boolean;
   /** When it left (the limiter clock's ms): its answer's resets count from there (the partner counted it on arrival). */
   readonly at: number;
-  depart(): void;
+  /** It leaves now; `paced`: the sends are paced within the announced rate (false: nothing paces them, `--no-adaptive`). */
+  depart(paced?: boolean): void;
   cancel(): void;
 }
 
@@ -243,12 +244,13 @@ export class AnnouncedLimit {
     let state: 'reserved' | 'left' | 'cancelled' = 'reserved';
     const ticket = {
       no: 0, under: false, at: 0,
-      depart: () => {
+      depart: (paced = true) => {
         if (state !== 'reserved') return;
         state = 'left';
         this.#reserved -= 1;
         this.#sends += 1;
-        Object.assign(ticket, { no: this.#sends, under: this.#trusted() && this.ceiling() !== null, at: this.#now() });
+        // 429s to requests nothing held to the announced rate say nothing of whether the partner keeps to it.
+        Object.assign(ticket, { no: this.#sends, under: paced && this.#trusted() && this.ceiling() !== null, at: this.#now() });
       },
       cancel: () => {
         if (state !== 'reserved') return;

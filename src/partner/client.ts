@@ -325,7 +325,7 @@ class GotPartnerClient implements PartnerClient {
         continue;
       }
       slot.sent();
-      ticket.depart();
+      ticket.depart(this.#pacesAnnounced());
       const { raw, parsed, cls, record } = await this.#attempt(kind, payload, ticket);
       last = { raw, cls, parsed };
       slot.release({ latencyMs: record.durationMs, signal: limiterSignal(cls), timed: kind !== 'agent_validate' });
@@ -557,6 +557,11 @@ class GotPartnerClient implements PartnerClient {
         ? { type: 'limit_announced', headers: change.headers, windows }
         : { type: 'limit_distrusted', headers: change.headers, windows, throttled: change.throttled, answers: change.answers });
     }
+  }
+
+  /** Whether a pace holds the sends to the partner's announced rate: a limiter that takes it (not `--no-adaptive`'s fixed one). */
+  #pacesAnnounced(): boolean {
+    return 'announceCeiling' in this.#limiter;
   }
 
   /**

@@ -162,6 +162,18 @@ describe('AnnouncedLimit', () => {
     expect(limit.distrusted).toBe(true);
   });
 
+  it('does not count 429s to requests nothing paced within it (--no-adaptive)', () => {
+    const { limit } = tracker();
+    limit.answered(limit.sent(), kong(40, 39), false);
+    for (let i = 0; i < 10; i += 1) {
+      const t = limit.reserve();
+      t.depart(false);
+      expect(t.under).toBe(false);
+      limit.answered(t, kong(40, 0), true);
+    }
+    expect(limit.distrusted).toBe(false);
+  });
+
   it('does not count 429s to requests sent before anything was announced', () => {
     const { limit } = tracker();
     const early = Array.from({ length: 5 }, () => limit.sent());
