@@ -57,6 +57,43 @@ function states(ledger: string): Record<string, number> {
 type LogLine = Record<string, unknown>;
 const logLines = (result: CliResult): LogLine[] => result.stderr.trimEnd().split('\n').map((line) => JSON.parse(line) as LogLine);
 
+describe('an announced rate', () => {
+  it('kept to: said at the first answer, in the summary, --json-log and report; no 429', async () => {
+    const { csv, agents } = leads(240);
+    const ledger = files.path('told.db');
+    sandbox = await startCanarySandbox({ rpsCap: 40, announceLimit: 'kong', latencyMs: 50 }, 7, agents);
+    const result = await run(csv, ledger, ['--json-log']);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = logLines(result);
+    expect(lines.find((l) => l.event === 'limit_announced')).toMatchObject({
+      level: 'info', headers: 'X-RateLimit-Limit-Second (Kong)', limit: 40, window_s: 1, windows: 'second:40/1s', msg: expect.stringContaining('the partner announces its limit: 40 requests per second'),
+    });
+    expect(lines.filter((l) => l.event === 'limit_distrusted')).toEqual([]);
+    expect(lines.at(-1)).toMatchObject({ event: 'summary', announced_headers: 'X-RateLimit-Limit-Second (Kong)', announced_windows: 'second:40/1s', announced_distrusted: false, announced_spent_until: null });
+    const json = await runCli(['report', '--ledger', ledger, '--format', 'json'], { cwd: files.dir });
+    expect((JSON.parse(json.stdout) as { partner: { announced: unknown } }).partner.announced).toMatchObject({ windows: [{ name: 'second', limit: 40, window_s: 1 }], distrusted_after_ms: null });
+  });
+
+  it('not kept to (headers announcing 2.5 times the cap): a warning says it is ignored from then on; the summary and report say so', async () => {
+    const { csv, agents } = leads(300);
+    const ledger = files.path('liar.db');
+    sandbox = await startCanarySandbox({ rpsCap: 40, announceLimit: 'ietf', announceFactor: 2.5, latencyMs: 100 }, 7, agents);
+    const result = await run(csv, ledger, ['--json-log']);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = logLines(result);
+    const warning = lines.filter((l) => l.event === 'limit_distrusted');
+    expect(warning).toHaveLength(1);
+    expect(warning[0]).toMatchObject({
+      level: 'warn', headers: 'RateLimit-Policy / RateLimit (IETF draft)', limit: 100, window_s: 1, throttled: 4,
+      msg: expect.stringMatching(/^the partner answered 4 of the last \d+ requests sent within the limit it announces \(100 requests per second; RateLimit-Policy \/ RateLimit \(IETF draft\)\) with 429: that limit is not kept to, and is ignored for the rest of the run/),
+    });
+    expect(lines.at(-1)).toMatchObject({ event: 'summary', announced_distrusted: true });
+    const plain = await runCli(['report', '--ledger', ledger], { cwd: files.dir });
+    expect(plain.stdout.replace(/\n +/g, ' ')).toMatch(/Announced: 100 requests per second \(RateLimit-Policy \/ RateLimit \(IETF draft\)\) in run 1, but it was not kept to: 4 of the \d+ requests sent within it were answered 429/);
+    expect(sandbox.stats().duplicateLeads).toEqual([]);
+  });
+});
+
 describe('an announced quota', () => {
   it('spent until a reset beyond --max-retry-after: 500 sent, the halt with the reset time, exit 3; the next run after the reset sends the rest, once', async () => {
     const { csv, agents } = leads(800);
