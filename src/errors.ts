@@ -22,6 +22,8 @@ export type ErrorCode =
   | 'E_MISROUTED'
   /** The run halted: the partner asked (Retry-After) to wait longer than `--max-retry-after`. */
   | 'E_RETRY_AFTER'
+  /** The run halted: the quota the partner announces for this key is spent until a reset beyond `--max-retry-after`. */
+  | 'E_QUOTA_SPENT'
   /** The run halted: the partner looks down (no recovery within `--max-outage`, or too many sends in doubt). */
   | 'E_CIRCUIT_OPEN'
   /** The run halted: the proxy refused its credentials (407 Proxy Authentication Required). */

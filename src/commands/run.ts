@@ -199,6 +199,13 @@ export const registerRun: RegisterCommand = (program, ctx) => {
         in_doubt_in_other_job: result.byOtherJobs.in_doubt_there,
         // Of succeeded: rows whose 2xx answer could not be read (no quote number or premium recorded).
         unreadable_answers: result.unreadableAnswers,
+        // What the partner announced of its limit (RateLimit-*, X-RateLimit-*), and how the run used it.
+        ...(result.announced === null ? {} : {
+          announced_headers: result.announced.headers, announced_rate: result.announced.rate,
+          announced_windows: result.announced.windows.map((w) => `${w.name === null ? '' : `${w.name}:`}${w.limit ?? '?'}/${w.window_s ?? '?'}s`).join(','),
+          announced_distrusted: result.announced.distrusted_after_ms !== null, announced_spent_until: result.announced.spent_until,
+          announced_seconds: result.announced.announcedSeconds, announced_paced_seconds: result.announced.pacedSeconds,
+        }),
         // On PostgreSQL: this worker's part, and the job's other workers.
         ...(result.worker === undefined ? {} : {
           workers_at_start: result.worker.workersAtStart, other_workers: result.worker.othersAtEnd, worker_rows: result.worker.rowsDone,

@@ -7,10 +7,10 @@ import { join, resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { QuoteBatchError } from '../errors.js';
 import {
-  DEFAULT_FAULTS, DEFAULT_SANDBOX_API_KEY, DEFAULT_SANDBOX_SEED, parseRpsSchedule, SCHEDULE_SYNTAX, startSandbox, type SandboxFaults,
+  ANNOUNCE_STYLES, DEFAULT_FAULTS, DEFAULT_SANDBOX_API_KEY, DEFAULT_SANDBOX_SEED, parseRpsSchedule, SCHEDULE_SYNTAX, startSandbox, type SandboxFaults,
 } from '../sandbox/index.js';
 import { PACKAGE_ROOT } from '../version.js';
-import { jsonLogOption, parseCount, parseNumberIn, type RegisterCommand } from './context.js';
+import { jsonLogOption, parseCount, parseDurationFlag, parseNumberIn, type RegisterCommand } from './context.js';
 
 interface SandboxFlags {
   port: number;
@@ -36,6 +36,10 @@ interface SandboxFlags {
   rpsCapSchedule?: string;
   capacity?: number;
   queueLimit?: number;
+  announceLimit?: SandboxFaults['announceLimit'];
+  announceFactor?: number;
+  quota?: number;
+  quotaWindow?: number;
   tls?: boolean;
   tlsDir?: string;
   tlsCert?: string;
@@ -78,6 +82,12 @@ function parseSchedule(value: string): string {
     throw new InvalidArgumentError(`--rps-cap-schedule expects ${SCHEDULE_SYNTAX}; ${parsed.reason}`);
   }
   return value;
+}
+
+function parseAnnounceStyle(value: string): SandboxFaults['announceLimit'] {
+  const style = ANNOUNCE_STYLES.find((known) => known === value);
+  if (style === undefined) throw new InvalidArgumentError(`--announce-limit expects ${ANNOUNCE_STYLES.join(', ')}, got "${value}"`);
+  return style;
 }
 
 function parseRpsMode(value: string): SandboxFaults['rpsMode'] {
@@ -172,6 +182,10 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
     .option('--rps-cap-schedule <steps>', 'caps over time, "seconds:cap,…" since start, e.g. "0:40,30:20"', parseSchedule)
     .option('--capacity <n>', 'at most n quote/lead requests worked on at once; the rest queue', parseCount('--capacity'))
     .option('--queue-limit <n>', `requests that may wait for --capacity; more are answered 503 (default ${DEFAULT_FAULTS.queueLimit})`, parseCount('--queue-limit'))
+    .option('--announce-limit <style>', 'announce the limits in force on every answer: kong, ietf, x-ratelimit (default none)', parseAnnounceStyle)
+    .option('--announce-factor <x>', 'announce the rate cap as x times the one enforced (a gateway that promises more than it keeps)', parseNumberIn('--announce-factor', 0.01, 100))
+    .option('--quota <n>', 'at most n quote/lead requests per --quota-window; then 429 until the window ends', parseCount('--quota'))
+    .option('--quota-window <duration>', 'the quota\'s window, e.g. 1h, 30s (default 1h), counted from start', parseDurationFlag('--quota-window', 1000, 31_622_400_000))
     .option('--tls', 'serve HTTPS with a throwaway CA, written to a file it names (for --ca-file)')
     .option('--tls-dir <dir>', 'where --tls writes its files (default: a new temporary directory, removed on stop)')
     .option('--tls-client-auth', 'with --tls: require a client certificate; writes one and its key beside the CA')
@@ -204,6 +218,10 @@ export const registerSandbox: RegisterCommand = (program, ctx) => {
         rpsCapSchedule: flags.rpsCapSchedule,
         capacity: flags.capacity,
         queueLimit: flags.queueLimit,
+        announceLimit: flags.announceLimit,
+        announceFactor: flags.announceFactor,
+        quota: flags.quota,
+        quotaWindowSeconds: flags.quotaWindow === undefined ? undefined : Math.round(flags.quotaWindow / 1000),
       };
       const tls = await sandboxTls(flags, ctx.io.cwd);
       let sandbox;

@@ -32,9 +32,9 @@ export const SQL = {
   runsOf: 'SELECT * FROM runs WHERE job_id = ? ORDER BY id',
   heartbeat: 'UPDATE runs SET heartbeat_at = ? WHERE id = ?',
   finishRun: 'UPDATE runs SET status = ?, finished_at = ?, end_reason = ?, retry_after_at = ? WHERE id = ?',
-  // The latest time a run of the job was told to wait until (a halting Retry-After), if still to come.
+  // The latest time a run of the job was told to wait until (a halting Retry-After, or its quota's reset), if still to come.
   retryAfterOf:
-    `SELECT id AS run_id, job_id, retry_after_at FROM runs WHERE job_id = ? AND retry_after_at > ?
+    `SELECT id AS run_id, job_id, retry_after_at, json_extract(announced_json, '$.spent_until') IS NOT NULL AS quota FROM runs WHERE job_id = ? AND retry_after_at > ?
      ORDER BY retry_after_at DESC LIMIT 1`,
   // The request each row left in flight was an attempt: recorded (in doubt, error process_stopped) in
   // the run that marked it (the latest to start before the mark: a crashed run, or one that failed),
@@ -96,7 +96,8 @@ export const SQL = {
   countsByState: 'SELECT state, COUNT(*) AS n FROM rows WHERE job_id = ? GROUP BY state',
   insertRunSample:
     `INSERT OR REPLACE INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors,
-       rows_done, latency_p50_ms, pace_rate, in_flight_max, submits_answered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       rows_done, latency_p50_ms, pace_rate, in_flight_max, submits_answered, announced_rate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  recordAnnounced: 'UPDATE runs SET announced_json = ? WHERE id = ?',
   topErrors:
     `SELECT state, error_code, error_message, COUNT(*) AS n FROM rows
      WHERE job_id = ? AND state IN ('rejected', 'agent_invalid', 'invalid', 'failed', 'in_doubt')

@@ -9,6 +9,7 @@ import { realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
 import { QuoteBatchError } from '../errors.js';
+import type { AnnouncedSummary } from '../partner/announced-limit.js';
 import type { AttemptRecord } from '../partner/types.js';
 import { jobLockPath, tryAcquireJobLock, type JobLock } from './_job-lock.js';
 import { heartbeatIsFresh, pidExists, ranHere } from './_liveness.js';
@@ -276,14 +277,14 @@ export class Ledger implements RunLedger {
   }
 
   /**
-   * The latest time a run of job `jobId` was asked by a Retry-After to wait until, when it is still to
-   * come at `at`. Only the job's own runs: another job (tomorrow's file) asks the partner itself, and
+   * The latest time a run of job `jobId` was asked by a Retry-After to wait until, or found the
+   * partner's quota spent until (`quota`), when it is still to come at `at`. Only the job's own runs: another job (tomorrow's file) asks the partner itself, and
    * `--fresh` starts a job that does, when the time recorded is wrong.
    */
-  retryAfterOf(jobId: number, at: Date = new Date()): { run_id: number; job_id: number; until: Date } | undefined {
+  retryAfterOf(jobId: number, at: Date = new Date()): { run_id: number; job_id: number; until: Date; quota: boolean } | undefined {
     const found = this.stmts.retryAfterOf.get(jobId, at.toISOString()) as
-      { run_id: number; job_id: number; retry_after_at: string } | undefined;
-    return found === undefined ? undefined : { run_id: found.run_id, job_id: found.job_id, until: new Date(found.retry_after_at) };
+      { run_id: number; job_id: number; retry_after_at: string; quota: number } | undefined;
+    return found === undefined ? undefined : { run_id: found.run_id, job_id: found.job_id, until: new Date(found.retry_after_at), quota: found.quota === 1 };
   }
 
   runsOf(jobId: number): RunRecord[] {
@@ -479,8 +480,13 @@ export class Ledger implements RunLedger {
     this.stmts.insertRunSample.run(
       runId, Math.round(sample.elapsedMs), now(), sample.concurrencyLimit, sample.inFlight, sample.attempts,
       sample.throttled, sample.errors, sample.rowsDone, sample.latencyP50Ms, sample.paceRate ?? null, sample.inFlightMax ?? null,
-      sample.submitsAnswered ?? null,
+      sample.submitsAnswered ?? null, sample.announcedRate ?? null,
     );
+  }
+
+  /** Records what the partner announced of its limit during a run (`runs.announced_json`, migration 9). */
+  recordAnnouncedLimit(runId: number, announced: AnnouncedSummary | null): void {
+    this.stmts.recordAnnounced.run(announced === null ? null : JSON.stringify(announced), runId);
   }
 
   countsByState(jobId: number): Record<RowState, number> {

@@ -270,6 +270,15 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE run_samples ADD COLUMN submits_answered INTEGER;
   `,
+  // 9: the limit the partner announces in its headers (RateLimit-Policy, X-RateLimit-*, …).
+  // run_samples.announced_rate: the requests per second it allowed at that second (null: none
+  // announced, or not kept to and ignored); a second paced at it (pace_rate equal) was paced by it.
+  // runs.announced_json: what the run read (headers, windows), whether it was distrusted, and when a
+  // spent quota stopped the run (see AnnouncedSummary in src/partner/announced-limit.ts).
+  `
+  ALTER TABLE run_samples ADD COLUMN announced_rate REAL;
+  ALTER TABLE runs ADD COLUMN announced_json TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

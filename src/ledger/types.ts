@@ -1,4 +1,5 @@
 /** The records the ledger reads and writes (the columns are documented in docs/ledger.md). */
+import type { AnnouncedSummary } from '../partner/announced-limit.js';
 import type { AttemptRecord, Environment, Operation } from '../partner/types.js';
 import type { JobStatus, RowState, RunStatus } from './schema.js';
 
@@ -112,6 +113,8 @@ export interface RunSample {
   inFlightMax?: number | null;
   /** Of the attempts, quotes and leads the partner answered (not a transient failure; a 429 counts); null or absent when not known (migration 8). */
   submitsAnswered?: number | null;
+  /** Requests per second the partner's announced limit allowed; null or absent when none was announced (or it was not kept to) (migration 9). */
+  announcedRate?: number | null;
 }
 
 /**
@@ -202,6 +205,7 @@ export interface RunLedger {
   upsertAgent(agent: AgentRecord): Awaitable<void>;
   recordAttempts(jobId: number, runId: number, rowNumber: number | null, attempts: readonly AttemptRecord[], agentEmail: string | null): Awaitable<void>;
   recordRunSample(runId: number, sample: RunSample): Awaitable<void>;
+  recordAnnouncedLimit(runId: number, announced: AnnouncedSummary | null): Awaitable<void>;
   sentByOtherJob(jobId: number, environment: string, operation: string, rowKey: string): Awaitable<SentRow | undefined>;
   hasOtherJob(jobId: number, environment: string, operation: string): Awaitable<boolean>;
   rejectedByOtherJob(jobId: number, environment: string, operation: string, rowKey: string, requestSha256: string): Awaitable<RejectedRow | undefined>;

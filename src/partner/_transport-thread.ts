@@ -25,9 +25,15 @@ let unusable: string | undefined;
 /** The client posts to three URLs: each is parsed once. */
 const urls = new Map<string, URL>();
 const answer = (id: number, raw: RawAttempt): void => {
-  const clean: RawAttempt = raw.type === 'response' && redactor !== undefined ? { ...raw, text: redactor.redact(raw.text), redacted: true } : raw;
+  const clean: RawAttempt = raw.type === 'response' && redactor !== undefined
+    ? { ...raw, text: redactor.redact(raw.text), redacted: true, ...(raw.rateLimit === undefined ? {} : { rateLimit: redactHeaders(raw.rateLimit, redactor) }) }
+    : raw;
   port.postMessage({ type: 'answer', id, raw: clean } satisfies ThreadReply);
 };
+/** A gateway's headers are numbers and names; redacted all the same, as every text from the partner is. */
+function redactHeaders(headers: Record<string, string>, by: Redactor): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, by.redact(value)]));
+}
 const refused = (detail: string): RawAttempt => ({ type: 'transport', code: THREAD_LOST, detail, bodySent: false });
 
 port.on('message', (message: ThreadMessage) => {

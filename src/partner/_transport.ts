@@ -20,6 +20,7 @@ import { TOOL_VERSION } from '../version.js';
 import { BEFORE_SEND_PHASES, isTlsFailure, NEVER_LEFT_CODES } from './_classify.js';
 import type { NetworkOptions } from './client-api.js';
 import { displayProxy } from './proxy.js';
+import { RATE_LIMIT_HEADER } from './rate-limit-headers.js';
 
 /** What one attempt produced, before classification. */
 export type RawAttempt =
@@ -42,6 +43,11 @@ export type RawAttempt =
        * decoded, or not complete within the time-out. The answer is still classified by its status.
        */
       bodyError?: string;
+      /**
+       * The answer's rate-limit headers (`RateLimit*`, `X-RateLimit-*`, `X-Rate-Limit-*`; lower-case
+       * names, bounded), when it had any: what the partner announces of our limit (`rate-limit-headers.ts`).
+       */
+      rateLimit?: Record<string, string>;
     }
   | {
       type: 'transport';
@@ -133,6 +139,7 @@ export class Transport {
       let statusText = '';
       let retryAfter: string | undefined;
       let charset: string | undefined;
+      let rateLimit: Record<string, string> | undefined;
       const chunks: Buffer[] = [];
       let bytes = 0;
       const stream = this.#got.stream.post(url, { body: payload });
@@ -140,7 +147,10 @@ export class Transport {
         const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
         const decoded = decodeBody(body, charset);
         const why = bodyError ?? decoded.error;
-        return { type: 'response', status, statusText, retryAfter, truncated, bytes, text: decoded.text, ...(why === undefined ? {} : { bodyError: why }) };
+        return {
+          type: 'response', status, statusText, retryAfter, truncated, bytes, text: decoded.text,
+          ...(why === undefined ? {} : { bodyError: why }), ...(rateLimit === undefined ? {} : { rateLimit }),
+        };
       };
       const settle = (result: RawAttempt): void => {
         if (settled) return;
@@ -153,6 +163,7 @@ export class Transport {
         const header = response.headers['retry-after'];
         retryAfter = Array.isArray(header) ? header[0] : header;
         charset = charsetOf(response.headers['content-type']);
+        rateLimit = rateLimitHeaders(response.headers);
       });
       stream.on('data', (chunk: Buffer) => {
         if (settled) return;
@@ -180,6 +191,24 @@ export class Transport {
     this.#agents.http.destroy();
     this.#agents.https.destroy();
   }
+}
+
+/** At most this many rate-limit headers are passed on, each cut at this length: a gateway's are a handful of short ones. */
+const MAX_RATE_LIMIT_HEADERS = 16;
+const MAX_RATE_LIMIT_VALUE = 1024;
+
+/** The answer's rate-limit headers, bounded; undefined when it has none (most partners). */
+export function rateLimitHeaders(headers: http.IncomingHttpHeaders): Record<string, string> | undefined {
+  let found: Record<string, string> | undefined;
+  let n = 0;
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || !RATE_LIMIT_HEADER.test(name)) continue;
+    found ??= {};
+    found[name] = (Array.isArray(value) ? value.join(', ') : value).slice(0, MAX_RATE_LIMIT_VALUE);
+    n += 1;
+    if (n >= MAX_RATE_LIMIT_HEADERS) break;
+  }
+  return found;
 }
 
 /** Set on an error of the proxy hop (see {@link tagProxyFailures}): the proxy's answer to CONNECT, if any. */

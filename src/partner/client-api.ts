@@ -3,6 +3,7 @@
  * per-call hooks, the events it reports outside of calls, and the {@link PartnerClient} interface.
  * The implementation, with the retry policy of the README's outcomes, is `client.ts`.
  */
+import type { AnnouncedSummary } from './announced-limit.js';
 import type { BreakerCause, BreakerState } from './circuit-breaker.js';
 import type { ConcurrencyLimiter } from './limiter/index.js';
 import type { MetricsSample } from './metrics.js';
@@ -76,7 +77,21 @@ export type ClientEvent =
    */
   | { type: 'halt'; kind: HaltKind; reason: string; retryAfter?: Date; since?: Date; hint?: string }
   /** The partner asked (Retry-After, within --max-retry-after) to wait until `until` before this request is sent again. */
-  | { type: 'retry_after'; until: Date };
+  | { type: 'retry_after'; until: Date }
+  /** The partner announced its limit in its headers for the first time this run: sends stay within it. */
+  | { type: 'limit_announced'; headers: string; windows: AnnouncedWindowShown[] }
+  /** It answered `throttled` of the last `answers` requests sent within that limit 429: the limit is ignored from now on. */
+  | { type: 'limit_distrusted'; headers: string; windows: AnnouncedWindowShown[]; throttled: number; answers: number }
+  /** Its announced quota is spent: no request leaves before its reset `until` (within --max-retry-after). */
+  | { type: 'quota_wait'; until: Date; window: AnnouncedWindowShown };
+
+/** An announced window as events show it: its name, limit, length in seconds and requests left (null: not said). */
+export interface AnnouncedWindowShown {
+  name: string | null;
+  limit: number | null;
+  window_s: number | null;
+  remaining: number | null;
+}
 
 /**
  * Why the client halted: `forbidden` the partner refused the key (401/403); `misrouted` it
@@ -87,9 +102,10 @@ export type ClientEvent =
  * `unreachable` the base URL has not answered once (its name does not resolve, the connection is
  * refused, TLS fails); `proxy_auth` the proxy refused its credentials (407); `tls_trust` the
  * partner's certificate is not trusted; `tls_client_cert` the partner refused the connection for
- * want of a client certificate it trusts.
+ * want of a client certificate it trusts; `quota` the quota the partner announces for this key is spent
+ * until a reset beyond `maxRetryAfterMs`.
  */
-export type HaltKind = 'forbidden' | 'misrouted' | 'retry_after' | 'outage' | 'refused' | 'in_doubt' | 'unreachable' | 'proxy_auth' | 'tls_trust' | 'tls_client_cert';
+export type HaltKind = 'forbidden' | 'misrouted' | 'retry_after' | 'outage' | 'refused' | 'in_doubt' | 'unreachable' | 'proxy_auth' | 'tls_trust' | 'tls_client_cert' | 'quota';
 
 /** `validate`: agent validation; `submit`: quote and lead. */
 export type BreakerName = 'validate' | 'submit';
@@ -137,17 +153,20 @@ export interface PartnerClient {
   readonly haltReason: string | null;
   /** What kind of halt that was (see {@link HaltKind}), or null. */
   readonly haltKind: HaltKind | null;
-  /** For a halt on a Retry-After over `maxRetryAfterMs`: when the partner may be called again; else null. */
+  /** For a halt on a Retry-After over `maxRetryAfterMs`, or on a spent quota: when the partner may be called again; else null. */
   readonly haltRetryAfter: Date | null;
   /**
    * Holds every call until `until`, which the partner gave an earlier run (`who`, for the message) in
-   * a Retry-After; halts at once instead (`retry_after`) when that is more than `maxRetryAfterMs` away.
+   * a Retry-After, or as the reset of its quota that run spent (`why`); halts at once instead (that
+   * kind of halt) when that is more than `maxRetryAfterMs` away.
    */
-  holdUntil(until: Date, who: string): 'none' | 'held' | 'halted';
+  holdUntil(until: Date, who: string, why?: 'retry_after' | 'quota'): 'none' | 'held' | 'halted';
   /** The quote/lead breaker's state (`validate` for agent validation's). */
   breakerState(name?: BreakerName): BreakerState;
   /** Requests allowed in flight now, requests in flight, and what was answered since the last sample. */
   takeSample(): MetricsSample;
+  /** What the partner announced of its limit this run (see `announced-limit.ts`); null when it announced nothing. */
+  announcedLimit(): AnnouncedSummary | null;
   /** Where the limiter stands now (requests allowed in flight, requests/s paced at or null), without taking a sample. */
   limiterState(): { limit: number; pace: number | null };
   /** Destroys the keep-alive sockets and stops probing. */

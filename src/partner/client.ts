@@ -16,6 +16,7 @@ import { formatDuration } from '../duration.js';
 import { describeAttempt, failureText, haltOf, parseAnswerBody, statusOf, type HaltContext, type Parsed } from './_answer-text.js';
 import { classifyAnswer, type AttemptClass, type Unreachable } from './_classify.js';
 import { sleep } from './_sleep.js';
+import { AnnouncedLimit, quotaSpentReason, type AnnouncedSummary, type SendTicket } from './announced-limit.js';
 import { ThreadTransport } from './thread-transport.js';
 import type { RawAttempt } from './_transport.js';
 import { calculateRetryDelay, parseRetryAfter } from './backoff.js';
@@ -24,6 +25,7 @@ import { CircuitBreaker, type BreakerPermit, type BreakerState } from './circuit
 import { FixedLimiter, RateLimiter, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot } from './limiter/index.js';
 import { CallMetrics, type MetricsSample } from './metrics.js';
 import { displayProxy } from './proxy.js';
+import { parseRateLimitHeaders } from './rate-limit-headers.js';
 import { networkSecrets, Redactor } from './redact.js';
 import { AgentValidateResponse, QuoteSuccessResponse } from './schemas.js';
 import type { AttemptKind, AttemptRecord, CallOutcome, Operation, OutcomeKind } from './types.js';
@@ -34,6 +36,8 @@ const PATHS: Readonly<Record<AttemptKind, string>> = {
   quote: '/partner/v2/policy/quote',
   lead: '/partner/v2/policy/lead',
 };
+/** How long a request waits for those let through before it to leave, when they take what is left of an announced quota. */
+const SETTLING_MS = 10;
 /** A read the partner can answer whatever it knows of the agent (400 for a bad address is an answer too). */
 const FALLBACK_PROBE_EMAIL = 'quote-batch-probe@example.com';
 
@@ -59,6 +63,10 @@ class GotPartnerClient implements PartnerClient {
   readonly #transport: ThreadTransport;
   readonly #limiter: ConcurrencyLimiter;
   readonly #rate: RateLimiter;
+  /** What the partner announces of our limit in its headers: the pace's ceiling, and its quota's gate. */
+  readonly #announced: AnnouncedLimit;
+  /** The last reset waited for (ms since the epoch), so that one wait is told once. */
+  #announcedWaitUntil = 0;
   readonly #breakers: Readonly<Record<BreakerName, CircuitBreaker>>;
   readonly #metrics = new CallMetrics();
   readonly #halt = new AbortController();
@@ -122,6 +130,7 @@ class GotPartnerClient implements PartnerClient {
     };
     this.#limiter = options.limiter ?? new FixedLimiter(concurrency);
     this.#rate = new RateLimiter(nonNegative(options.rate, DEFAULTS.rate));
+    this.#announced = new AnnouncedLimit({ maxRetryAfterMs: this.#options.maxRetryAfterMs });
     const maxOutageMs = nonNegative(options.maxOutageMs, DEFAULTS.maxOutageMs);
     const maxConsecutiveInDoubt = positiveInt(options.maxConsecutiveInDoubt, concurrency);
     const breaker = (openAfterInDoubt: number): CircuitBreaker => new CircuitBreaker({
@@ -176,11 +185,14 @@ class GotPartnerClient implements PartnerClient {
    * call early. A wait longer than --max-retry-after halts the client instead, as the Retry-After
    * itself would have. Returns what it did.
    */
-  holdUntil(until: Date, who: string): 'none' | 'held' | 'halted' {
+  holdUntil(until: Date, who: string, why: 'retry_after' | 'quota' = 'retry_after'): 'none' | 'held' | 'halted' {
     const waitMs = until.getTime() - Date.now();
     if (waitMs <= 0 || this.halted) return 'none';
     if (waitMs > this.#options.maxRetryAfterMs) {
-      this.#haltWith('retry_after', `the partner asked ${who} to wait until ${until.toISOString()}, ${formatDuration(waitMs)} from now (over --max-retry-after ${formatDuration(this.#options.maxRetryAfterMs)}): nothing sent; run again after ${until.toISOString()}`, until);
+      const over = `${formatDuration(waitMs)} from now (over --max-retry-after ${formatDuration(this.#options.maxRetryAfterMs)}): nothing sent; run again after ${until.toISOString()}`;
+      this.#haltWith(why, why === 'quota'
+        ? `the partner's quota for this key is spent until ${until.toISOString()} (as ${who} found), ${over}`
+        : `the partner asked ${who} to wait until ${until.toISOString()}, ${over}`, until);
       return 'halted';
     }
     this.#heldUntilMs = Math.max(this.#heldUntilMs, until.getTime());
@@ -191,13 +203,17 @@ class GotPartnerClient implements PartnerClient {
     return this.#breakers[name].state;
   }
 
+  announcedLimit(): AnnouncedSummary | null {
+    return this.#announced.summary();
+  }
+
   limiterState(): { limit: number; pace: number | null } {
     return { limit: this.#limiter.limit, pace: this.#limiter.rate };
   }
 
   takeSample(): MetricsSample {
     const inFlight = this.#limiter.takeInFlight();
-    return this.#metrics.take(this.#limiter.limit, inFlight.mean, inFlight.peak, this.#limiter.rate);
+    return this.#metrics.take(this.#limiter.limit, inFlight.mean, inFlight.peak, this.#limiter.rate, this.#announced.ceiling());
   }
 
   // async, so that even a programming error arrives as a rejection.
@@ -270,29 +286,46 @@ class GotPartnerClient implements PartnerClient {
       const admitted = await this.#admit(breaker, options.signal);
       if (admitted === 'halted' || admitted === 'aborted') return cutShort(admitted);
       const { permit, slot } = admitted;
+      // The partner's announced quota, spent: held until its reset, or halted when that is too far.
+      const allowed = this.#announcedAllows();
+      if (allowed !== 'send') {
+        slot.release({ latencyMs: 0, signal: 'dropped' });
+        breaker.release(permit);
+        if (this.halted) return cutShort('halted');
+        // What is left is taken by requests let through that have not left yet: this one goes if they do not.
+        if (allowed === 'settling' && (await sleep(SETTLING_MS, [options.signal, this.#halt.signal])) === 'aborted') return cutShort(this.halted ? 'halted' : 'aborted');
+        attempt -= 1;
+        continue;
+      }
+      // Counted as it passes the gate (the ledger's mark is awaited below): others waiting see it spent.
+      const ticket = this.#announced.reserve();
 
       let decision: SendDecision;
       try {
         decision = await options.beforeSend?.(attempt);
       } catch (error) {
+        ticket.cancel();
         slot.release({ latencyMs: 0, signal: 'dropped' });
         breaker.release(permit);
         throw error;
       }
       if (decision === 'withdraw') {
+        ticket.cancel();
         slot.release({ latencyMs: 0, signal: 'dropped' });
         breaker.release(permit);
         return finish('retryable', 'withdrawn', notSent('withdrawn by the caller'));
       }
       // beforeSend awaited a ledger commit: a halt or an opening breaker meanwhile stops this send.
       if (!breaker.allows(permit) || this.halted) {
+        ticket.cancel();
         slot.release({ latencyMs: 0, signal: 'dropped' });
         breaker.release(permit);
         attempt -= 1;
         continue;
       }
       slot.sent();
-      const { raw, parsed, cls, record } = await this.#attempt(kind, payload);
+      ticket.depart(this.#pacesAnnounced());
+      const { raw, parsed, cls, record } = await this.#attempt(kind, payload, ticket);
       last = { raw, cls, parsed };
       slot.release({ latencyMs: record.durationMs, signal: limiterSignal(cls), timed: kind !== 'agent_validate' });
       const retryAfterMs = raw.type === 'response' ? parseRetryAfter(raw.retryAfter, Date.now()) : undefined;
@@ -315,6 +348,8 @@ class GotPartnerClient implements PartnerClient {
         return finish(cls.outcome, cls.errorCode, detail, { halt: reason });
       }
       if (!cls.retry) return finish(cls.outcome, cls.errorCode, detail);
+      // A refusal that spent the announced quota halts as the quota's, not as its Retry-After's.
+      if (this.#announcedAllows() === 'halted') return finish('retryable', cls.errorCode, detail, { halt: this.#haltReason ?? undefined });
       if (retryAfterMs !== undefined && retryAfterMs > this.#options.maxRetryAfterMs) {
         const until = new Date(Date.now() + retryAfterMs);
         const reason = `the partner asks to wait ${formatDuration(retryAfterMs)} (Retry-After, over --max-retry-after ${formatDuration(this.#options.maxRetryAfterMs)}); run again after ${until.toISOString()}`;
@@ -447,7 +482,7 @@ class GotPartnerClient implements PartnerClient {
   /** One probe: agent validation of the last e-mail validated. True when the partner answered sensibly. */
   async #probe(): Promise<boolean> {
     const email = this.#probeEmail;
-    const { raw, cls, record: attempt } = await this.#attempt('agent_validate', JSON.stringify({ email }));
+    const { raw, cls, record: attempt } = await this.#attempt('agent_validate', JSON.stringify({ email }), this.#announced.sent());
     const answered = cls.breaker === 'success';
     this.#onEvent({ type: 'probe', attempt, email, answered });
     if (cls.outcome === 'forbidden' || cls.outcome === 'misrouted') {
@@ -466,8 +501,9 @@ class GotPartnerClient implements PartnerClient {
    * One attempt on the wire, for a call or a probe alike: sends, reads the answer (redacted),
    * classifies it and counts it in the metrics. What follows (retry, breaker, limiter) is the caller's.
    */
-  async #attempt(kind: AttemptKind, payload: string): Promise<{ raw: RawAttempt; parsed: Parsed; cls: AttemptClass; record: AttemptRecord }> {
-    const startedAt = new Date().toISOString();
+  async #attempt(kind: AttemptKind, payload: string, ticket: SendTicket): Promise<{ raw: RawAttempt; parsed: Parsed; cls: AttemptClass; record: AttemptRecord }> {
+    const sentAtMs = Date.now();
+    const startedAt = new Date(sentAtMs).toISOString();
     const t0 = performance.now();
     const raw = await this.#transport.post(this.#endpoints[kind].url, payload);
     const durationMs = Math.round(performance.now() - t0);
@@ -476,6 +512,7 @@ class GotPartnerClient implements PartnerClient {
     const cls = classifyAnswer(kind, raw.type === 'response'
       ? { type: 'response', status: raw.status, body: parsed.body, bodyError: raw.bodyError }
       : raw);
+    if (raw.type === 'response') this.#heardAnnouncement(ticket, raw.rateLimit, sentAtMs, cls.throttled);
     this.#metrics.record(durationMs, cls, kind !== 'agent_validate');
     if (cls.breaker === 'failure' || cls.breaker === 'in_doubt') {
       this.#lastFailureTimedOut = raw.type === 'transport' && raw.code === 'ETIMEDOUT' && raw.bodySent;
@@ -505,6 +542,48 @@ class GotPartnerClient implements PartnerClient {
     // The request left and the connection held: the partner may just be slower than --timeout.
     if (this.#lastFailureTimedOut) return `${none} ${this.#withinTimeout}: if the partner is that slow, raise --timeout; if that address is wrong, fix --base-url (or --env)`;
     return `${none}: if that address is wrong, fix --base-url (or --env)`;
+  }
+
+  /**
+   * What an answer announced (its resets count from when its request left, as the partner counted
+   * it on arrival), and what that changed: said once, as events.
+   */
+  #heardAnnouncement(ticket: SendTicket, headers: Record<string, string> | undefined, sentAtMs: number, throttled: boolean): void {
+    const announcement = headers === undefined ? null : parseRateLimitHeaders(headers, sentAtMs);
+    for (const change of this.#announced.answered(ticket, announcement, throttled)) {
+      const windows = change.windows.map((w) => ({ name: w.name === null ? null : this.#redactor.redact(w.name), limit: w.limit, window_s: w.windowS ?? (w.longestResetS > 0 ? w.longestResetS : null), remaining: w.remaining }));
+      this.#onEvent(change.type === 'announced'
+        ? { type: 'limit_announced', headers: change.headers, windows }
+        : { type: 'limit_distrusted', headers: change.headers, windows, throttled: change.throttled, answers: change.answers });
+    }
+  }
+
+  /** Whether a pace holds the sends to the partner's announced rate: a limiter that takes it (not `--no-adaptive`'s fixed one). */
+  #pacesAnnounced(): boolean {
+    return 'announceCeiling' in this.#limiter;
+  }
+
+  /**
+   * Whether the announced limit lets a request leave now. A spent quota whose reset is within
+   * --max-retry-after holds every request until then (told once, as a Retry-After is, so that other
+   * workers of the job wait too); one further away halts the client (`quota`).
+   */
+  #announcedAllows(): 'send' | 'settling' | 'held' | 'halted' {
+    const gate = this.#announced.gate();
+    if (gate.kind === 'send' || gate.kind === 'settling') return gate.kind;
+    const until = new Date(Date.now() + Math.max(0, gate.until - performance.now()));
+    if (gate.kind === 'spent') {
+      this.#announced.spent(until);
+      this.#haltWith('quota', quotaSpentReason(gate.window, this.#announced.summary()?.headers ?? '', until, this.#options.maxRetryAfterMs), until);
+      return 'halted';
+    }
+    this.#heldUntilMs = Math.max(this.#heldUntilMs, until.getTime());
+    if (until.getTime() > this.#announcedWaitUntil + 1000) {
+      this.#announcedWaitUntil = until.getTime();
+      this.#onEvent({ type: 'quota_wait', until, window: { name: gate.window.name, limit: gate.window.limit, window_s: gate.window.windowS ?? (gate.window.longestResetS > 0 ? gate.window.longestResetS : null), remaining: 0 } });
+      this.#onEvent({ type: 'retry_after', until });
+    }
+    return 'held';
   }
 
   #haltWith(kind: HaltKind, reason: string, retryAfter?: Date, since?: Date, hint?: string): void {

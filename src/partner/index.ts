@@ -2,7 +2,8 @@
 export * from './schemas.js';
 export type * from './types.js';
 export { createPartnerClient } from './client.js';
-export type { BreakerName, CallOptions, ClientEvent, HaltKind, NetworkOptions, PartnerClient, PartnerClientOptions, SendDecision } from './client-api.js';
+export type { AnnouncedWindowShown, BreakerName, CallOptions, ClientEvent, HaltKind, NetworkOptions, PartnerClient, PartnerClientOptions, SendDecision } from './client-api.js';
+export type { AnnouncedSummary } from './announced-limit.js';
 export { chooseProxy, displayProxy, noProxyMatch, parseProxyUrl, proxyPassword, type ProxyChoice } from './proxy.js';
 export { calculateRetryDelay, MAX_RETRY_AFTER_MS, parseRetryAfter } from './backoff.js';
 export type { RetryDelayInput } from './backoff.js';

@@ -14,6 +14,8 @@ export interface MetricsSample {
   inFlightMax: number;
   /** Requests per second the limiter paced sends at, at the time of the sample; null when not pacing. */
   paceRate: number | null;
+  /** Requests per second the partner's announced limit allowed at the time of the sample; null when it announced none (or it was distrusted). */
+  announcedRate: number | null;
   /** Attempts answered (or failed) since the last sample. */
   attempts: number;
   /** Of those: answered 429. */
@@ -47,13 +49,14 @@ export class CallMetrics {
   }
 
   /** Returns what was seen since the last call, and starts a new sample. */
-  take(limit: number, inFlight: number, inFlightMax: number, paceRate: number | null): MetricsSample {
+  take(limit: number, inFlight: number, inFlightMax: number, paceRate: number | null, announcedRate: number | null = null): MetricsSample {
     const sorted = this.#latencies.sort((a, b) => a - b);
     const sample: MetricsSample = {
       limit,
       inFlight,
       inFlightMax,
       paceRate,
+      announcedRate,
       attempts: this.#attempts,
       throttled: this.#throttled,
       errors: this.#errors,

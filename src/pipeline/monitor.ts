@@ -9,7 +9,8 @@ import { exitCodeOfError, type ErrorCode } from '../errors.js';
 import type { RunLedger } from '../ledger/index.js';
 import type { Logger } from '../log.js';
 import { formatDuration } from '../duration.js';
-import type { ClientEvent, PartnerClient } from '../partner/index.js';
+import type { AnnouncedWindowShown, ClientEvent, PartnerClient } from '../partner/index.js';
+import { describeWindow } from '../partner/announced-limit.js';
 import { limitSetBy, settledLimitOf, settledPaceOf, type LimitSample } from '../partner/settled-limit.js';
 import { NETWORK_HALT_HINTS, settleInDoubt, type AdviceTarget } from '../advice.js';
 
@@ -23,6 +24,9 @@ const RETRY_WARN_MIN = 5;
  * minute for it taught ops to ignore the line.
  */
 const RETRY_WARN_MIN_SHARE = 0.05;
+
+/** A second paced at this share of the partner's announced rate or more was paced by it (the pace sits at it, rounded). */
+const ANNOUNCED_PACED_SHARE = 0.99;
 
 /** A second in which at least this share of `--rate` was sent was held back by it. */
 const RATE_HELD_SHARE = 0.8;
@@ -59,6 +63,11 @@ export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>, here: 
         code: 'E_RETRY_AFTER',
         hint: `run the same command again after ${event.retryAfter?.toISOString() ?? 'the time the partner asked for'} to resume (or raise --max-retry-after to wait inside the run)`,
       };
+    case 'quota':
+      return {
+        code: 'E_QUOTA_SPENT',
+        hint: `run the same command again after ${event.retryAfter?.toISOString() ?? 'the quota\'s reset'} to send the rows left pending (or raise --max-retry-after to wait for the reset inside the run)`,
+      };
     case 'outage':
       return { code: 'E_CIRCUIT_OPEN', hint: 'the partner looks down: run the same command again later to resume (--max-outage sets how long a run waits for it)' };
     case 'refused':
@@ -75,6 +84,20 @@ export function haltAdvice(event: Extract<ClientEvent, { type: 'halt' }>, here: 
   }
 }
 
+/** An announced window in a log line: `40 requests per second`, `500 requests per 1h`. */
+function describeShown(w: AnnouncedWindowShown): string {
+  return describeWindow({ limit: w.limit, windowS: w.window_s, remaining: w.remaining, longestResetS: 0 });
+}
+
+/** Announced windows as --json-log fields: the first's limit and length, and all of them as `name:limit/length` text. */
+function windowFields(windows: readonly AnnouncedWindowShown[]): { limit: number | null; window_s: number | null; windows: string } {
+  return {
+    limit: windows[0]?.limit ?? null,
+    window_s: windows[0]?.window_s ?? null,
+    windows: windows.map((w) => `${w.name === null ? '' : `${w.name}:`}${w.limit ?? '?'}/${w.window_s ?? '?'}s`).join(','),
+  };
+}
+
 export class RunMonitor {
   #timer: NodeJS.Timeout | undefined;
   #startedAt = performance.now();
@@ -84,7 +107,9 @@ export class RunMonitor {
   #windowErrors = 0;
   #windowAttempts = 0;
   /** Limit, requests in flight, pushback, pace (null: not pacing) and requests sent of every sample, in time order (one a second: small even for a night's run). */
-  readonly #samples: (LimitSample & { pace: number | null; sent: number })[] = [];
+  readonly #samples: (LimitSample & { pace: number | null; sent: number; announced: number | null })[] = [];
+  /** The client sampled (set by {@link start}): what it read of the partner's announced limit is recorded with the run. */
+  #client: PartnerClient | undefined;
   /**
    * Samples up to the last one in which the partner answered a quote or lead (an answer other than
    * a transient failure), as `report` counts them: later ones show the back-off of an outage, not
@@ -129,6 +154,24 @@ export class RunMonitor {
           event: 'probe', answered: event.answered, http_status: event.attempt.httpStatus,
         });
         break;
+      case 'limit_announced':
+        this.#recordAnnounced();
+        this.logger.info(`the partner announces its limit: ${event.windows.map(describeShown).join(', ')} (${event.headers}); sends stay within it`, {
+          event: 'limit_announced', headers: event.headers, ...windowFields(event.windows),
+        });
+        break;
+      case 'limit_distrusted':
+        this.#recordAnnounced();
+        this.logger.warn(
+          `the partner answered ${event.throttled} of the last ${event.answers} requests sent within the limit it announces (${event.windows.map(describeShown).join(', ')}; ${event.headers}) with 429: that limit is not kept to, and is ignored for the rest of the run; the pace is learned from the partner's 429s`,
+          { event: 'limit_distrusted', headers: event.headers, ...windowFields(event.windows), throttled: event.throttled, answers: event.answers },
+        );
+        break;
+      case 'quota_wait':
+        this.logger.warn(`the partner's quota for this key is spent (${describeShown(event.window)}): no request leaves before its reset at ${event.until.toISOString()} (within --max-retry-after)`, {
+          event: 'quota_wait', until: event.until.toISOString(), ...windowFields([event.window]),
+        });
+        break;
       case 'halt': {
         // Like every error line under --json-log: its code, what to do, and the exit code (a halt is always 3).
         const { code, hint } = haltAdvice(event, { ledger: this.ledger.path, job: this.jobId });
@@ -142,6 +185,7 @@ export class RunMonitor {
 
   /** Starts sampling the client once a second. */
   start(client: PartnerClient, rowsDone: () => number): void {
+    this.#client = client;
     this.#startedAt = performance.now();
     this.#timer = setInterval(() => this.#sample(client, rowsDone()), SAMPLE_EVERY_MS);
     this.#timer.unref();
@@ -149,11 +193,29 @@ export class RunMonitor {
 
   /** Stops sampling, recording the last partial second. */
   stop(client: PartnerClient, rowsDone: () => number): void {
+    if (!this.#stopped) this.#recordAnnounced();
     this.#stopped = true;
     if (this.#timer === undefined) return;
     clearInterval(this.#timer);
     this.#timer = undefined;
     this.#sample(client, rowsDone());
+  }
+
+  /**
+   * Seconds of the run (up to the partner's last answer) in which the partner announced a rate it
+   * kept to (`announced`), and of those, the seconds its announced rate paced the sends (`paced`:
+   * the pace was at it, not below it for 429s, nor absent because the window held the sends).
+   */
+  announcedPacing(): { announced: number; paced: number } {
+    const samples = this.#samples.slice(0, this.#answeredSamples);
+    const announced = samples.filter((x) => x.announced !== null);
+    return { announced: announced.length, paced: announced.filter((x) => x.pace !== null && x.pace >= ANNOUNCED_PACED_SHARE * (x.announced as number)).length };
+  }
+
+  /** What the client read of the partner's announced limit, into `runs.announced_json` (when there is something to say). */
+  #recordAnnounced(): void {
+    const announced = this.#client?.announcedLimit() ?? null;
+    if (announced !== null) this.#record(() => this.ledger.recordAnnouncedLimit(this.runId, announced));
   }
 
   /**
@@ -190,7 +252,8 @@ export class RunMonitor {
     const elapsedMs = performance.now() - this.#startedAt;
     const limit = Math.round(s.limit * 100) / 100;
     const paceRate = s.paceRate === null ? null : Math.round(s.paceRate * 100) / 100;
-    this.#samples.push({ lim: limit, inFlight: s.inFlight, pushedBack: s.throttled + s.errors, pace: paceRate, sent: s.attempts });
+    const announcedRate = s.announcedRate === null ? null : Math.round(s.announcedRate * 100) / 100;
+    this.#samples.push({ lim: limit, inFlight: s.inFlight, pushedBack: s.throttled + s.errors, pace: paceRate, sent: s.attempts, announced: announcedRate });
     if (s.submitsAnswered > 0) {
       this.#answeredSamples = this.#samples.length;
       this.#silentAtEnd = false;
@@ -207,6 +270,7 @@ export class RunMonitor {
       latencyP50Ms: s.latencyP50Ms,
       paceRate,
       submitsAnswered: s.submitsAnswered,
+      announcedRate,
     }));
     this.#rowsDoneAt = rowsDone;
     this.#windowAttempts += s.attempts;

@@ -20,7 +20,7 @@ import {
 import type { Logger } from '../log.js';
 import { resolveInputOptions, type CompiledMapping } from '../mapping/index.js';
 import { DEFAULT_INITIAL_WINDOW } from '../partner/limiter/index.js';
-import type { ClientEvent, HaltKind, PartnerClient } from '../partner/index.js';
+import type { AnnouncedSummary, ClientEvent, HaltKind, PartnerClient } from '../partner/index.js';
 import type { Environment, Operation } from '../partner/types.js';
 import { limitSetBy, SETTLED_MIN_SAMPLES, settledLimitOf, settledPaceOf } from '../partner/settled-limit.js';
 import { TOOL_VERSION } from '../version.js';
@@ -96,6 +96,14 @@ export interface RunJobResult {
   haltReason: string | null;
   /** What kind of halt stopped the run when the partner client did (null otherwise): the summary's advice follows it. */
   haltKind: HaltKind | null;
+  /** For a run halted by a Retry-After or a spent quota: when the partner may be called again; else null. */
+  haltRetryAfter: Date | null;
+  /**
+   * What the partner announced of its limit in its headers this run, and in how many seconds of the
+   * run (up to its last answer) a rate it announced was in force and paced the sends; null when it
+   * announced nothing.
+   */
+  announced: (AnnouncedSummary & { announcedSeconds: number; pacedSeconds: number }) | null;
   counts: Record<RowState, number>;
   newlyInDoubt: number;
   agentCalls: number;
@@ -218,6 +226,14 @@ export function settledFigures(settled: ReturnType<RunMonitor['settled']>): Pick
   };
 }
 
+/** The result's `announced`: what the client read of the partner's announced limit, with the monitor's seconds paced by it. */
+export function announcedFigures(client: PartnerClient, monitor: RunMonitor): RunJobResult['announced'] {
+  const announced = client.announcedLimit();
+  if (announced === null) return null;
+  const { announced: announcedSeconds, paced: pacedSeconds } = monitor.announcedPacing();
+  return { ...announced, announcedSeconds, pacedSeconds };
+}
+
 export function exitCodeFor(end: RunEnd, counts: Record<RowState, number>): 0 | 1 | 3 {
   if (end !== 'completed') return 3;
   return DATA_PROBLEM_STATES.some((s) => counts[s] > 0) ? 1 : 0;
@@ -246,7 +262,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         : `use --fresh to run it again; its leads are not sent twice${options.resendSent === true ? ' (--resend-sent sends a file of the rows you mean to send again: export them with --format source)' : ' unless --resend-sent'}`;
       logger.info(`job ${latest.id} already completed on ${latest.finished_at ?? '?'}: nothing to send (${again})`, { event: 'already_completed', job: latest.id });
       return {
-        job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
+        job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null, haltRetryAfter: null, announced: null,
         counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
         emptyInput: latest.total_rows === 0, ...settledFigures(null), ceiling: options.concurrency, rateCap: null, exitCode: exitCodeFor('completed', counts),
         byOtherJobs: await readRowsByOtherJobs(ledgerSql(ledger), latest.id),
@@ -306,9 +322,11 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
       forward = monitor.onClientEvent;
       // A Retry-After that halted an earlier run of this job, not over yet: no request leaves before it.
       const asked = ledger.retryAfterOf(job.id);
-      if (asked !== undefined && target.client.holdUntil(asked.until, `run ${asked.run_id} (job ${asked.job_id})`) === 'held') {
-        logger.warn(`the partner asked run ${asked.run_id} (job ${asked.job_id}) to wait until ${asked.until.toISOString()}: no request leaves before then`, {
-          event: 'retry_after_held', until: asked.until.toISOString(), from_run: asked.run_id, from_job: asked.job_id,
+      if (asked !== undefined && target.client.holdUntil(asked.until, `run ${asked.run_id} (job ${asked.job_id})`, asked.quota ? 'quota' : 'retry_after') === 'held') {
+        const why = asked.quota ? `the partner's quota for this key is spent until ${asked.until.toISOString()} (as run ${asked.run_id} (job ${asked.job_id}) found)`
+          : `the partner asked run ${asked.run_id} (job ${asked.job_id}) to wait until ${asked.until.toISOString()}`;
+        logger.warn(`${why}: no request leaves before then`, {
+          event: 'retry_after_held', until: asked.until.toISOString(), from_run: asked.run_id, from_job: asked.job_id, quota: asked.quota,
         });
       }
       const otherJobs = await OtherJobs.create(ledger, job.id, options.environment, options.operation, options.resendSent === true, logger);
@@ -358,6 +376,8 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         end: outcome.end,
         haltReason: outcome.haltReason,
         haltKind: outcome.haltKind,
+        haltRetryAfter: outcome.end === 'halted' ? target.client.haltRetryAfter : null,
+        announced: announcedFigures(target.client, monitor),
         counts,
         newlyInDoubt,
         agentCalls: runner.agentCalls,

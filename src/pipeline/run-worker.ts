@@ -15,7 +15,7 @@ import { ChunkIntake } from './chunk-intake.js';
 import { JobRunner } from './job-runner.js';
 import { RunMonitor } from './monitor.js';
 import { OtherJobs } from './other-jobs.js';
-import { exitCodeFor, failureReason, settledFigures, sha256File, startingLimit, type RunJobOptions, type RunJobResult } from './run-job.js';
+import { announcedFigures, exitCodeFor, failureReason, settledFigures, sha256File, startingLimit, type RunJobOptions, type RunJobResult } from './run-job.js';
 import { SharedLimit } from './shared-limit.js';
 import { DEFAULTS } from '../config/index.js';
 
@@ -44,7 +44,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
     const counts = await ledger.countsByState(latest.id);
     logger.info(`job ${latest.id} already completed on ${latest.finished_at ?? '?'}: nothing to send (use --fresh to run it again)`, { event: 'already_completed', job: latest.id });
     return {
-      job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null,
+      job: latest, runId: null, alreadyCompleted: true, resumed: false, end: 'completed', haltReason: null, haltKind: null, haltRetryAfter: null, announced: null,
       counts, newlyInDoubt: 0, agentCalls: 0, rowsSkipped: 0, limitedTo: null, durationMs: Date.now() - started,
       emptyInput: latest.total_rows === 0, ...settledFigures(null), ceiling: options.concurrency, rateCap: null, exitCode: exitCodeFor('completed', counts),
       byOtherJobs: await readRowsByOtherJobs(ledger.sql, latest.id), unreadableAnswers: await countUnreadableAnswers(ledger.sql, latest.id),
@@ -142,6 +142,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
     return {
       job: (await ledger.getJob(job.id)) as JobRecord,
       runId: run.id, alreadyCompleted: false, resumed: !created, end, haltReason: outcome.haltReason, haltKind: outcome.haltKind,
+      haltRetryAfter: end === 'halted' ? target.client.haltRetryAfter : null, announced: announcedFigures(target.client, monitor),
       counts, newlyInDoubt: 0, agentCalls: runner.agentCalls, rowsSkipped: runner.rowsSkipped,
       limitedTo: runner.stoppedByLimit ? (options.limit ?? null) : null, emptyInput: jobDone && final.total_rows === 0,
       ...settledFigures(options.adaptive === true ? monitor.settled(options.concurrency, rateCap) : null),

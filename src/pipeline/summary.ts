@@ -3,6 +3,8 @@ import { formatErrorGroupLines, groupRowErrors, wrapWords } from '../error-group
 import { errorRowBatches, ledgerSql, ROW_STATES, type Ledger, type SqlDb } from '../ledger/index.js';
 import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
 import type { RunJobResult } from './run-job.js';
+import { describeWindow } from '../partner/announced-limit.js';
+import { formatDuration } from '../duration.js';
 
 /** The closing line: what the exit code means and, for 3, what to do next. */
 export function nextStep(result: RunJobResult, ledgerPath: string): string {
@@ -23,6 +25,8 @@ export function nextStep(result: RunJobResult, ledgerPath: string): string {
         return 'job not completed: the partner says the endpoint is wrong; check --base-url / --env (and the gateway), then run again to resume';
       case 'retry_after':
         return `job not completed: ${reason}`;
+      case 'quota':
+        return `job not completed: the partner's quota for this key is spent; ${result.counts.pending} row(s) left pending: run the same command again after ${result.haltRetryAfter?.toISOString() ?? 'its reset'} to send them`;
       case 'outage':
         return 'job not completed: the partner looks down; run the same command again later to resume';
       case 'proxy_auth':
@@ -48,6 +52,34 @@ export function nextStep(result: RunJobResult, ledgerPath: string): string {
   if (failed + pending > 0) return `job not completed: ${failed + pending} row(s) still to send; run the same command again to resume`;
   if (inDoubt > 0) return `job not completed: ${inDoubt} row(s) in doubt; ${settleInDoubt(here)}, then run the same command again to resume`;
   return 'job not completed; run the same command again to resume';
+}
+
+/** True when the partner's announced rate, kept to, paced most of the run's seconds in which it was in force. */
+function pacedByAnnounced(announced: RunJobResult['announced']): boolean {
+  return announced !== null && announced.distrusted_after_ms === null && announced.pacedSeconds > 0 && announced.pacedSeconds >= announced.announcedSeconds / 2;
+}
+
+/**
+ * What the partner announced of its limit, and what the run made of it: paced by it, ignored once
+ * it was not kept to, or a quota spent.
+ */
+export function announcedLines(announced: NonNullable<RunJobResult['announced']>, width = 100): string[] {
+  const windows = announced.windows.map((w) => describeWindow({ limit: w.limit, windowS: w.window_s, remaining: null, longestResetS: 0 })).join(', ');
+  const lines = [`announced    ${windows} (${announced.headers})`];
+  let then: string;
+  if (announced.distrusted_after_ms !== null) {
+    then = `not kept to: ${announced.throttled_under} of the ${announced.answers_under} requests sent within it were answered 429; ignored after ${formatDuration(announced.distrusted_after_ms)}, the pace learned from the partner's 429s instead`;
+  } else if (announced.spent_until !== null) {
+    then = `its quota spent until ${announced.spent_until}`;
+  } else if (announced.rate === null) {
+    then = 'a quota, not a rate: the run kept within what was left of it';
+  } else if (announced.pacedSeconds > 0) {
+    then = `the run was paced by it in ${announced.pacedSeconds} of its ${announced.announcedSeconds} s`;
+  } else {
+    then = 'the run kept within it without being held back by it';
+  }
+  lines.push(...wrapWords(then, Math.max(40, width - 13), 4).map((line) => `${' '.repeat(13)}${line}`));
+  return lines;
 }
 
 /** Error kinds the summary lists; `report` lists more. */
@@ -94,7 +126,11 @@ export async function formatSummary(result: RunJobResult, ledger: Ledger | { rea
         ? `${allowed} (adaptive concurrency; ${heldBy}, so the window seldom filled: no limit of the partner's)`
         : `${allowed} (adaptive concurrency: where the partner's answers led it)`);
   }
-  if (result.settledPace !== null) lines.push(`pace         ${Math.round(result.settledPace * 10) / 10} requests/s ${when} (paced since the partner's 429s: about its rate limit)`);
+  if (result.settledPace !== null) {
+    const why = pacedByAnnounced(result.announced) ? 'the rate the partner announces' : 'paced since the partner\'s 429s: about its rate limit';
+    lines.push(`pace         ${Math.round(result.settledPace * 10) / 10} requests/s ${when} (${why})`);
+  }
+  if (result.announced !== null) lines.push(...announcedLines(result.announced, width));
   lines.push('', 'rows by state');
   for (const state of ROW_STATES) {
     if (counts[state] === 0) continue;

@@ -1,6 +1,8 @@
 /** Time buckets shared by the report's over-time figures, and the small helpers (rounding, labels, whether a run was paced) its modules share. */
 import { formatTimestamp } from './_text.js';
-import type { Report, ReportPartner, ReportRun, ReportTimeline } from './types.js';
+import { describeWindow } from '../partner/announced-limit.js';
+import { formatDuration } from '../duration.js';
+import type { Report, ReportAnnounced, ReportPartner, ReportRun, ReportTimeline } from './types.js';
 
 /** Most buckets an over-time figure has: a bar every 9 px or so of a chart. */
 export const MAX_TIME_BUCKETS = 60;
@@ -19,6 +21,23 @@ export function round(value: number, decimals: number): number {
   return Math.round(value * f) / f;
 }
 
+
+/**
+ * What the partner announced of its limit and what the run made of it, in a sentence (without a
+ * final stop): `40 requests per second (X-RateLimit-Limit-Second (Kong)) in run 3: it paced the sends
+ * in 48 of 50 s`.
+ */
+export function announcedSentence(a: ReportAnnounced): string {
+  const windows = a.windows.length === 0 ? 'a limit' : a.windows.map((w) => describeWindow({ limit: w.limit, windowS: w.window_s, remaining: null, longestResetS: 0 })).join(', ');
+  const what = `${windows}${a.headers === '' ? '' : ` (${a.headers})`} in run ${a.run_id}`;
+  if (a.distrusted_after_ms !== null) {
+    return `${what}, but it was not kept to: ${a.throttled_under} of the ${a.answers_under} requests sent within it were answered 429, so the run ignored it after ${formatDuration(a.distrusted_after_ms)} and learned the pace from the 429s`;
+  }
+  if (a.spent_until !== null) return `${what}: its quota was spent, until ${a.spent_until}`;
+  if (a.rate === null) return `${what}: a quota, not a rate; the run kept within what was left of it`;
+  if (a.paced_seconds > 0) return `${what}: it paced the sends in ${a.paced_seconds} of the ${a.announced_seconds} s it was in force`;
+  return `${what}: the run kept within it without being held back by it`;
+}
 
 /** True when some run of the timeline was paced: the partner answered 429s and the limiter paced its sends. */
 export function timelinePaced(timeline: ReportTimeline): boolean {

@@ -6,7 +6,7 @@
  */
 import { ROW_STATES, type RowState } from '../ledger/index.js';
 import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
-import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
+import { announcedSentence, jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import { escapeHtml, formatUsd, renderBarChart, renderHistogram } from './_svg.js';
 import { formatFixed, formatInteger, formatLimit, formatPercent, formatSeconds, formatTimestamp } from './_text.js';
 import {
@@ -236,17 +236,21 @@ function partnerSentence(report: Report): string {
   const share = p.attempts === 0
     ? 'no request was sent.'
     : `${formatInteger(p.throttled)} of ${formatInteger(p.attempts)} answers were 429 (${formatPercent(p.throttled_share)}).`;
+  const announced = p.announced === null ? '' : ` The partner announced ${announcedSentence(p.announced)}.`;
   if (p.settled_limit === null) {
     if (p.attempts === 0) return 'No limit shown: no request was sent.';
-    return p.samples > 0
+    return (p.samples > 0
       ? `No limit shown: no request had an answer but failures (refused, reset, 5xx, time-outs), so the runs say nothing of the partner's limit; ${share}`
-      : `No per-second samples in this ledger (a run of an older quote-batch, or none yet), so the limit over time is unknown; ${share}`;
+      : `No per-second samples in this ledger (a run of an older quote-batch, or none yet), so the limit over time is unknown; ${share}`) + announced;
   }
-  const paced = p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s since the partner's 429s (about its rate limit)`;
+  const paced = p.settled_pace === null ? ''
+    : p.announced !== null && p.announced.distrusted_after_ms === null && p.announced.paced_seconds > 0 && p.announced.run_id === p.settled_run_id
+      ? `, paced at ${formatFixed(p.settled_pace, 1)} requests/s (the rate the partner announces)`
+      : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s since the partner's 429s (about its rate limit)`;
   const ceiling = settledAtCeiling(p) ? ', its --concurrency ceiling: the partner showed no lower limit'
     : p.settled_held_by_run ? ', where the run left it: it seldom filled that window and met no 429 or failure (--rate held the sends back, or rows came slower than the partner answered), so the partner showed no limit' : '';
   return `Run ${p.settled_run_id ?? '–'} settled at ${formatLimit(p.settled_limit)} requests in flight (the median limit of its last ${formatInteger(p.settled_samples)} seconds)${ceiling}${paced}; `
-    + `the limit peaked at ${formatLimit(p.limit_max)} and requests in flight at ${formatFixed(p.in_flight_max, 0)}. ${share}`;
+    + `the limit peaked at ${formatLimit(p.limit_max)} and requests in flight at ${formatFixed(p.in_flight_max, 0)}. ${share}${announced}`;
 }
 
 function usd(value: number | null): string {

@@ -6,7 +6,7 @@
 import { formatErrorGroupLines, wrapWords } from '../error-groups.js';
 import { ROW_STATES } from '../ledger/index.js';
 import { commandFor, settleInDoubt, unreadableAnswersText } from '../advice.js';
-import { jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
+import { announcedSentence, jobStatusLabel, runStatusLabel, settledAtCeiling, stoppedNote, timelinePaced } from './_buckets.js';
 import {
   cleanText, formatFixed, formatInteger, formatLimit, formatPercent, formatSeconds, formatTimestamp, padCell, padCellLeft,
   truncateStart, truncateText,
@@ -134,15 +134,17 @@ export function renderTable(report: Report, options: { width?: number; ledger?: 
 function partnerLines(report: Report, width: number): string[] {
   const p = report.partner;
   const share = `429 answers: ${formatInteger(p.throttled)} of ${formatInteger(p.attempts)} (${formatPercent(p.throttled_share)})`;
+  const announced = p.announced === null ? [] : wrapWords(`Announced: ${announcedSentence(p.announced)}`, width - 2, 4).map((line, i) => (i === 0 ? line : `  ${line}`));
   if (p.settled_limit === null) {
     const why = p.attempts === 0 ? 'none shown (no request was sent)'
       : p.samples > 0 ? 'none shown (no request had an answer but failures: refused, reset, 5xx, time-outs)' : 'no per-second samples in this ledger';
-    return [`Partner's limit: ${why} · ${share}`];
+    return [`Partner's limit: ${why} · ${share}`, ...announced];
   }
   const lines = [
     `Partner's limit: settled at ${formatLimit(p.settled_limit)} requests in flight${p.settled_pace === null ? '' : `, paced at ${formatFixed(p.settled_pace, 1)} requests/s`}${settledAtCeiling(p) ? ' (the --concurrency ceiling: no lower limit shown)' : p.settled_held_by_run ? ' (the run seldom filled it and met no 429: no limit of the partner\'s)' : ''}`,
     `  run ${p.settled_run_id ?? '–'}, median of its last ${formatInteger(p.settled_samples)} samples · peak limit ${formatLimit(p.limit_max)} · peak in flight ${formatFixed(p.in_flight_max, 0)}`,
     `  ${share}`,
+    ...announced.map((line) => `  ${line}`),
   ];
   const segments = report.timeline.segments;
   const per = formatSeconds(report.timeline.bucket_seconds);

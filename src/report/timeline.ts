@@ -4,12 +4,12 @@
  * completions are counted by the ledger and samples streamed, so memory grows with buckets, not rows.
  */
 import {
-  countAnsweredSamples, countAnswers, countDoneRows, countRunCompletionsByBucket, readAnsweredSamples, readLastCompletion,
+  countAnsweredSamples, countAnswers, countDoneRows, countRunCompletionsByBucket, readAnnouncedRun, readAnsweredSamples, readLastCompletion,
   readRunCeiling, readSampleExtremes, readTimelineRuns, runSampleBatches, type AnsweredSample, type SqlDb, type TimelineRun,
 } from '../ledger/index.js';
 import { isPace, limitSetBy, SETTLED_MIN_SAMPLES, settledLimitOf, settledPaceOf } from '../partner/settled-limit.js';
 import { bucketSecondsFor, round } from './_buckets.js';
-import type { ReportPartner, ReportTimeline, ReportTimelineBucket, ReportTimelineSegment } from './types.js';
+import type { ReportAnnounced, ReportPartner, ReportTimeline, ReportTimelineBucket, ReportTimelineSegment } from './types.js';
 
 /** A crashed run's last heartbeat is up to 10 s before it died: completions this soon after its end are still its own. */
 const SLACK_MS = 15_000;
@@ -164,5 +164,33 @@ export async function readPartner(db: SqlDb, jobId: number): Promise<ReportPartn
     attempts: answers.attempts,
     throttled: answers.throttled,
     throttled_share: answers.attempts === 0 ? null : round(answers.throttled / answers.attempts, 4),
+    announced: await readAnnounced(db, jobId),
+  };
+}
+
+/** The job's latest run's announced limit (see {@link ReportAnnounced}); null when none, or its record is unreadable. */
+async function readAnnounced(db: SqlDb, jobId: number): Promise<ReportAnnounced | null> {
+  const found = await readAnnouncedRun(db, jobId);
+  if (found === null) return null;
+  let recorded: Partial<ReportAnnounced>;
+  try {
+    recorded = JSON.parse(found.announced_json) as Partial<ReportAnnounced>;
+  } catch {
+    return null;
+  }
+  const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  return {
+    run_id: found.run_id,
+    headers: typeof recorded.headers === 'string' ? recorded.headers : '',
+    windows: Array.isArray(recorded.windows)
+      ? recorded.windows.slice(0, 8).map((w: Partial<ReportAnnounced['windows'][number]> | null) => ({ name: typeof w?.name === 'string' ? w.name : null, limit: num(w?.limit), window_s: num(w?.window_s) }))
+      : [],
+    rate: num(recorded.rate),
+    distrusted_after_ms: num(recorded.distrusted_after_ms),
+    throttled_under: num(recorded.throttled_under) ?? 0,
+    answers_under: num(recorded.answers_under) ?? 0,
+    spent_until: typeof recorded.spent_until === 'string' ? recorded.spent_until : null,
+    announced_seconds: found.announced,
+    paced_seconds: found.paced,
   };
 }

@@ -307,6 +307,29 @@ export interface ReportPartner {
   throttled: number;
   /** `throttled / attempts`, 4 decimals; null without attempts. */
   throttled_share: number | null;
+  /** What the partner announced of its limit in its headers (`RateLimit-*`, `X-RateLimit-*`) in the job's latest run that read it, and how that run used it; null when no run read one. */
+  announced: ReportAnnounced | null;
+}
+
+/** The limit the partner announced in one run (`runs.announced_json`, docs/ledger.md), and how the run used it. */
+export interface ReportAnnounced {
+  run_id: number;
+  /** The headers it was read from, as the summary names them (`RateLimit-Policy / RateLimit (IETF draft)`). */
+  headers: string;
+  /** The windows last announced: name, limit and length in seconds (null when not said). */
+  windows: { name: string | null; limit: number | null; window_s: number | null }[];
+  /** The highest rate it allowed, requests/s; null for a quota alone. */
+  rate: number | null;
+  /** Milliseconds after the first announcement at which 429s to requests sent within it made the run ignore it; null while kept to. */
+  distrusted_after_ms: number | null;
+  /** 429s to requests sent within it, and answers to such requests. */
+  throttled_under: number;
+  answers_under: number;
+  /** When a spent quota halted the run: its reset (ISO UTC); else null. */
+  spent_until: string | null;
+  /** Seconds of the run (up to its last answer) in which an announced rate was in force, and of those, paced at it. */
+  announced_seconds: number;
+  paced_seconds: number;
 }
 
 /** Everything `quote-batch report` says about one job. */

@@ -6,6 +6,7 @@
  * switching them on does not shift the fault sequence.
  */
 import { QuoteBatchError } from '../errors.js';
+import { ANNOUNCE_STYLES, unannounceable, type AnnounceStyle } from './announce.js';
 import { formatRpsSchedule, parseRpsSchedule, SCHEDULE_SYNTAX, type RpsMode } from './rate-limit.js';
 
 /** What the sandbox does wrong on purpose, and how much load it takes. Every fault is off by default. */
@@ -60,6 +61,18 @@ export interface SandboxFaults {
   outage: boolean;
   /** Share (0..1) of otherwise good validate requests answered 500 "Internal server error" (an upstream fault, spec §7). */
   upstreamErrorRate: number;
+  /**
+   * How the gateway announces the limits in force on every answer: not at all (`none`), as Kong's
+   * rate-limiting plugin, as the IETF draft's `RateLimit-Policy`/`RateLimit`, or as Envoy's
+   * `X-RateLimit-*` (docs/sandbox.md).
+   */
+  announceLimit: AnnounceStyle;
+  /** The announced rate cap is this many times the one enforced (a gateway that promises more than it keeps); 1 = the truth. */
+  announceFactor: number;
+  /** At most this many quote/lead requests per quota window (0 = no quota); then 429 with `Retry-After` until the window ends. */
+  quota: number;
+  /** The quota's window, seconds, counted from start (or reset). */
+  quotaWindowSeconds: number;
 }
 
 export const DEFAULT_FAULTS: Readonly<SandboxFaults> = Object.freeze({
@@ -82,6 +95,10 @@ export const DEFAULT_FAULTS: Readonly<SandboxFaults> = Object.freeze({
   queueLimit: 1000,
   outage: false,
   upstreamErrorRate: 0,
+  announceLimit: 'none',
+  announceFactor: 1,
+  quota: 0,
+  quotaWindowSeconds: 3600,
 });
 
 /** The longest delay the sandbox waits (a day): a log-normal tail must not overflow a timer. */
@@ -113,6 +130,10 @@ const CHECKS: Readonly<Record<Exclude<keyof SandboxFaults, 'rpsCapSchedule'>, re
   queueLimit: ['a non-negative integer', isCount],
   outage: ['true or false', (value) => typeof value === 'boolean'],
   upstreamErrorRate: ['a number from 0 to 1', isShare],
+  announceLimit: [ANNOUNCE_STYLES.map((style) => `"${style}"`).join(', '), (value) => (ANNOUNCE_STYLES as readonly unknown[]).includes(value)],
+  announceFactor: ['a number from 0.01 to 100', isNumberIn(0.01, 100)],
+  quota: ['a non-negative integer', isCount],
+  quotaWindowSeconds: ['a whole number of seconds from 1 to 31622400', (value) => isCount(value) && (value as number) >= 1 && (value as number) <= 31_622_400],
 };
 const FAULT_KEYS: ReadonlySet<string> = new Set(Object.keys(DEFAULT_FAULTS));
 
@@ -143,6 +164,8 @@ export function mergeFaults(base: Readonly<SandboxFaults>, partial: unknown): Sa
     }
     (merged as unknown as Record<string, unknown>)[key] = value;
   }
+  const quotaUnannounced = merged.quota > 0 ? unannounceable(merged.announceLimit, merged.quotaWindowSeconds) : null;
+  if (quotaUnannounced !== null) throw new QuoteBatchError('E_USAGE', `sandbox faults: ${quotaUnannounced}`);
   return merged;
 }
 

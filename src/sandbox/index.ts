@@ -6,6 +6,7 @@ export {
 export { MAX_BODY_BYTES } from './responses.js';
 export { DEFAULT_FAULTS, mergeFaults, type SandboxFaults } from './faults.js';
 export { parseRpsSchedule, SCHEDULE_SYNTAX, type RpsMode, type RpsStep } from './rate-limit.js';
+export { ANNOUNCE_STYLES, announceHeaders, type AnnounceStyle, type GatewayWindow } from './announce.js';
 export { readAgentsFile, parseAgentsCsv, type AgentRecord } from './agents.js';
 export {
   UNSUPPORTED_STATES, MIN_ELIGIBLE_YEAR, checkQuoteRequest, computePremium, resolveVehicleCoverage,

@@ -101,10 +101,67 @@ export class RateGate {
     return (1 - this.tokens) / cap;
   }
 
+  /**
+   * Where the cap stands after the requests admitted so far, as a gateway announces it: the requests
+   * it would still admit now, and the seconds until more are admitted (the end of the window second;
+   * the bucket's next token, or a whole refill period when it is full).
+   */
+  peek(mode: RpsMode, cap: number, burst: number, monotonicMs: number, wallMs: number): { remaining: number; resetS: number } {
+    if (mode === 'window') {
+      const second = Math.floor(wallMs / 1000);
+      const used = second === this.windowSecond ? this.windowCount : 0;
+      return { remaining: Math.max(0, Math.floor(cap) - used), resetS: ((second + 1) * 1000 - wallMs) / 1000 };
+    }
+    const size = burst > 0 ? burst : Math.max(1, cap);
+    const tokens = Number.isNaN(this.tokens) ? size : Math.min(size, this.tokens + ((monotonicMs - this.refilledAtMs) / 1000) * cap);
+    return { remaining: Math.floor(tokens), resetS: tokens >= size ? 1 / cap : (1 - (tokens % 1)) / cap };
+  }
+
   /** Forgets the counts: the window starts over and the bucket is full again. */
   reset(): void {
     this.windowSecond = -1;
     this.windowCount = 0;
     this.tokens = Number.NaN;
+  }
+}
+
+/**
+ * A quota of quote/lead requests per fixed window (`--quota N --quota-window 1h`), its windows
+ * counted from the sandbox's start or reset. Requests refused for another reason (the rate cap) do
+ * not count, as with Kong.
+ */
+export class QuotaGate {
+  private window = -1;
+  private used = 0;
+
+  /** 0 when the quota has room for a request `sinceStartMs` after the start; else the seconds until its window ends. */
+  check(quota: number, windowMs: number, sinceStartMs: number): number {
+    const { remaining, resetS } = this.peek(quota, windowMs, sinceStartMs);
+    return remaining > 0 ? 0 : resetS;
+  }
+
+  /** Counts one request against the window it arrives in. */
+  take(windowMs: number, sinceStartMs: number): void {
+    this.roll(windowMs, sinceStartMs);
+    this.used += 1;
+  }
+
+  /** Requests left in the current window, and seconds until it ends. */
+  peek(quota: number, windowMs: number, sinceStartMs: number): { remaining: number; resetS: number } {
+    this.roll(windowMs, sinceStartMs);
+    return { remaining: Math.max(0, quota - this.used), resetS: ((this.window + 1) * windowMs - sinceStartMs) / 1000 };
+  }
+
+  reset(): void {
+    this.window = -1;
+    this.used = 0;
+  }
+
+  private roll(windowMs: number, sinceStartMs: number): void {
+    const window = Math.floor(Math.max(0, sinceStartMs) / windowMs);
+    if (window !== this.window) {
+      this.window = window;
+      this.used = 0;
+    }
   }
 }

@@ -14,7 +14,8 @@ import {
   createNormalRandom, createRandom, DEFAULT_FAULTS, drawDelayMs, drawFaults, formatRetryAfter, mergeFaults,
   type FaultDraws, type SandboxFaults,
 } from './faults.js';
-import { capAt, parseRpsSchedule, RateGate, type RpsStep } from './rate-limit.js';
+import { announceHeaders, wholeSeconds, type GatewayWindow } from './announce.js';
+import { capAt, parseRpsSchedule, QuotaGate, RateGate, type RpsStep } from './rate-limit.js';
 import {
   answerOperation, extractLeadKey, faultAnswer, GATEWAY_THROTTLED, MAX_BODY_BYTES, validateError, type Answer, type OperationRequest,
 } from './responses.js';
@@ -76,6 +77,8 @@ interface Pending {
   arrivedAtMs: number;
   /** Drawn at arrival: the service time of work, and the delay of fault answers. */
   delayMs: number;
+  /** The limits the gateway announces with the answer (`announceLimit`), as they stood when the request arrived. */
+  announced?: Record<string, string>;
 }
 
 /** Refuses anything but loopback: the sandbox accepts a well-known key and must not be reachable from outside. */
@@ -107,6 +110,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   let normal = createNormalRandom(seed);
   const stats = new StatsRecorder();
   const gate = new RateGate();
+  const quotaGate = new QuotaGate();
   // Quote and lead share one engine; with no capacity set it only measures the load.
   const engine = new WorkPool(Number.POSITIVE_INFINITY, 0);
   const timers = new Set<NodeJS.Timeout>();
@@ -161,7 +165,28 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   function finish(pending: Pending, answer: Answer | undefined): void {
     if (answer !== undefined) stats.countAnswer(pending.operation, answer.status);
     if (pending.operation !== 'validate') stats.countEnding(pending.arrivedAtMs, performance.now(), answer?.status ?? 0);
-    if (answer !== undefined) send(pending.res, answer);
+    if (answer !== undefined) send(pending.res, pending.announced === undefined ? answer : { ...answer, headers: { ...pending.announced, ...answer.headers } });
+  }
+
+  /**
+   * The limits the gateway announces for a request arriving at `arrivedAtMs` (counting it): the rate
+   * cap in force (× `announceFactor`, a gateway that promises more than it keeps) and, for quotes and
+   * leads, the quota.
+   */
+  function announcement(operation: SandboxOperation, cap: number, arrivedAtMs: number): Record<string, string> | undefined {
+    if (faults.announceLimit === 'none') return undefined;
+    const windows: GatewayWindow[] = [];
+    if (cap > 0) {
+      const { remaining, resetS } = gate.peek(faults.rpsMode, cap, faults.rpsBurst, arrivedAtMs, Date.now());
+      const limit = Math.max(1, Math.round(cap * faults.announceFactor));
+      const used = Math.max(0, Math.floor(cap) - remaining);
+      windows.push({ name: 'rate', limit, windowS: 1, remaining: Math.max(0, limit - used), resetS: wholeSeconds(resetS) });
+    }
+    if (faults.quota > 0 && operation !== 'validate') {
+      const { remaining, resetS } = quotaGate.peek(faults.quota, faults.quotaWindowSeconds * 1000, arrivedAtMs - stats.epochMs);
+      windows.push({ name: 'quota', limit: faults.quota, windowS: faults.quotaWindowSeconds, remaining, resetS: wholeSeconds(resetS) });
+    }
+    return windows.length === 0 ? undefined : announceHeaders(faults.announceLimit, windows);
   }
 
   /** An answer given without working on the request, after the drawn delay. */
@@ -197,16 +222,33 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return;
     }
     const cap = schedule.length === 0 ? faults.rpsCap : capAt(schedule, faults.rpsCap, (pending.arrivedAtMs - stats.epochMs) / 1000);
+    // The quota (quotes and leads): once spent, refused until its window ends.
+    const quotaWindowMs = faults.quotaWindowSeconds * 1000;
+    const sinceStartMs = pending.arrivedAtMs - stats.epochMs;
+    const quotaCounts = faults.quota > 0 && operation !== 'validate';
+    if (quotaCounts) {
+      const waitSeconds = quotaGate.check(faults.quota, quotaWindowMs, sinceStartMs);
+      if (waitSeconds > 0) {
+        stats.faults.quotaSpent += 1;
+        pending.announced = announcement(operation, cap, pending.arrivedAtMs);
+        answerLater(pending, { ...faultAnswer(operation, 429), headers: retryAfterHeaders(Math.max(faults.retryAfterSeconds, waitSeconds)) });
+        return;
+      }
+    }
     if (cap > 0) {
       const waitSeconds = gate.admit(faults.rpsMode, cap, faults.rpsBurst, pending.arrivedAtMs, Date.now());
       if (waitSeconds > 0) {
         stats.faults.rpsCapped += 1;
+        pending.announced = announcement(operation, cap, pending.arrivedAtMs);
         // Never less than the configured value, never before the cap admits again.
         const headers = retryAfterHeaders(Math.max(faults.retryAfterSeconds, waitSeconds));
         answerLater(pending, faults.rpsCapAnswer === 'html' ? GATEWAY_THROTTLED : { ...faultAnswer(operation, 429), headers });
         return;
       }
     }
+    // A request the gateway let through counts against the quota; refused ones do not (as with Kong).
+    if (quotaCounts) quotaGate.take(quotaWindowMs, sinceStartMs);
+    pending.announced = announcement(operation, cap, pending.arrivedAtMs);
     if (draws.resetBefore < faults.resetBeforeRate) {
       stats.faults.resetBefore += 1;
       later(pending.delayMs, () => {
@@ -300,6 +342,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     random = createRandom(seed);
     normal = createNormalRandom(seed);
     gate.reset();
+    quotaGate.reset();
     engine.resetPeaks();
   }
 

@@ -33,6 +33,8 @@ export interface LeadStats {
 export interface FaultStats {
   outage: number;
   rpsCapped: number;
+  /** Quote/lead requests refused because the quota (`quota`) was spent. */
+  quotaSpent: number;
   failed500: number;
   failed503: number;
   throttled: number;
@@ -96,7 +98,7 @@ export interface SandboxStats {
 
 function emptyFaults(): FaultStats {
   return {
-    outage: 0, rpsCapped: 0, failed500: 0, failed503: 0, throttled: 0, resetBefore: 0, resetAfter: 0, hung: 0, upstreamError: 0,
+    outage: 0, rpsCapped: 0, quotaSpent: 0, failed500: 0, failed503: 0, throttled: 0, resetBefore: 0, resetAfter: 0, hung: 0, upstreamError: 0,
     queueFull: 0,
   };
 }

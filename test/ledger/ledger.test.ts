@@ -43,11 +43,12 @@ describe('ledger', () => {
     first.recordRunSample(run.id, { elapsedMs: 1000, ...sample });
     first.insertRows(job.id, [{ rowNumber: 1, rowKey: 'click-1', agentEmail: null, state: 'succeeded' }]);
     first.close();
-    // The same file as version 3 wrote it: run_samples without pace_rate (4) nor in_flight_max, rows without request_sha256 nor rows_key_job (5), nor sent_by_job/row and runs.end_reason, retry_after_at (6), nor jobs.input_reader (7), nor run_samples.submits_answered (8).
+    // The same file as version 3 wrote it: run_samples without pace_rate (4) nor in_flight_max, rows without request_sha256 nor rows_key_job (5), nor sent_by_job/row and runs.end_reason, retry_after_at (6), nor jobs.input_reader (7), nor run_samples.submits_answered (8), nor run_samples.announced_rate and runs.announced_json (9).
     const old = new Database(path);
     old.exec(`ALTER TABLE run_samples DROP COLUMN pace_rate; ALTER TABLE run_samples DROP COLUMN in_flight_max; ALTER TABLE rows DROP COLUMN request_sha256; DROP INDEX rows_key_job;
       DROP INDEX rows_sent_by; ALTER TABLE rows DROP COLUMN sent_by_job; ALTER TABLE rows DROP COLUMN sent_by_row; ALTER TABLE runs DROP COLUMN end_reason; ALTER TABLE runs DROP COLUMN retry_after_at;
-      ALTER TABLE jobs DROP COLUMN input_reader; ALTER TABLE run_samples DROP COLUMN submits_answered`);
+      ALTER TABLE jobs DROP COLUMN input_reader; ALTER TABLE run_samples DROP COLUMN submits_answered;
+      ALTER TABLE run_samples DROP COLUMN announced_rate; ALTER TABLE runs DROP COLUMN announced_json`);
     old.pragma('user_version = 3');
     old.close();
 
@@ -58,11 +59,12 @@ describe('ledger', () => {
     expect(ledger.createJob({ ...newJob, input_sha256: 'other' }).input_reader).toBe(INPUT_READER);
     // Rows written before the index existed are found by the next job's lookup.
     expect(ledger.sentByOtherJob(job.id + 1, newJob.environment, newJob.operation, 'click-1')).toEqual({ job_id: job.id, row_number: 1, state: 'succeeded' });
-    ledger.recordRunSample(run.id, { elapsedMs: 2000, ...sample, paceRate: 38.5, inFlightMax: 9, submitsAnswered: 38 });
-    expect(ledger.db.prepare('SELECT elapsed_ms, attempts, pace_rate, in_flight_max, submits_answered FROM run_samples ORDER BY elapsed_ms').all()).toEqual([
-      { elapsed_ms: 1000, attempts: 40, pace_rate: null, in_flight_max: null, submits_answered: null },
-      { elapsed_ms: 2000, attempts: 40, pace_rate: 38.5, in_flight_max: 9, submits_answered: 38 },
+    ledger.recordRunSample(run.id, { elapsedMs: 2000, ...sample, paceRate: 38.5, inFlightMax: 9, submitsAnswered: 38, announcedRate: 39 });
+    expect(ledger.db.prepare('SELECT elapsed_ms, attempts, pace_rate, in_flight_max, submits_answered, announced_rate FROM run_samples ORDER BY elapsed_ms').all()).toEqual([
+      { elapsed_ms: 1000, attempts: 40, pace_rate: null, in_flight_max: null, submits_answered: null, announced_rate: null },
+      { elapsed_ms: 2000, attempts: 40, pace_rate: 38.5, in_flight_max: 9, submits_answered: 38, announced_rate: 39 },
     ]);
+    expect(ledger.runsOf(job.id)[0]).toMatchObject({ announced_json: null });
     ledger.close();
   });
 
@@ -73,7 +75,7 @@ describe('ledger', () => {
     first.insertRows(job.id, [{ rowNumber: 1, rowKey: 'click-1', agentEmail: null, state: 'succeeded' }]);
     first.close();
     const old = new Database(path);
-    old.exec('ALTER TABLE jobs DROP COLUMN input_reader; ALTER TABLE run_samples DROP COLUMN submits_answered');
+    old.exec('ALTER TABLE jobs DROP COLUMN input_reader; ALTER TABLE run_samples DROP COLUMN submits_answered; ALTER TABLE run_samples DROP COLUMN announced_rate; ALTER TABLE runs DROP COLUMN announced_json');
     old.pragma('user_version = 6');
     old.close();
 

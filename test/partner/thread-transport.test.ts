@@ -3,6 +3,8 @@
  * requests it held — as sent, since they may have left (a write is then in doubt, never resent
  * blindly) — and the next request starts a new thread.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { THREAD_LOST, ThreadTransport } from '../../src/partner/thread-transport.js';
 
@@ -59,6 +61,55 @@ describe('ThreadTransport', () => {
       expect(raw).toMatchObject({ type: 'transport', code: 'ECONNREFUSED', bodySent: false });
     } finally {
       transport.close();
+    }
+  });
+
+  it('the real thread passes an answer\'s rate-limit headers back with it: those only, bounded, redacted', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      const extra = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`x-ratelimit-extra-${i}`, String(i)]));
+      res.writeHead(200, {
+        'content-type': 'application/json', 'retry-after': '1', 'x-request-id': 'abc',
+        'ratelimit-policy': '"default";q=100;w=60', ratelimit: '"default";r=42;t=17',
+        // A gateway that echoes the key somewhere: never past the thread.
+        'x-ratelimit-limit': `10, 10;w=1;name="${OPTIONS.apiKey}"`,
+        'x-ratelimit-remaining': '9'.repeat(3000),
+        ...extra,
+      });
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const transport = new ThreadTransport(OPTIONS);
+    try {
+      const raw = await transport.post(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/partner/v2/policy/quote`), '{}');
+      expect(raw.type).toBe('response');
+      const headers = raw.type === 'response' ? raw.rateLimit ?? {} : {};
+      expect(Object.keys(headers)).toHaveLength(16);
+      expect(headers).toMatchObject({ 'ratelimit-policy': '"default";q=100;w=60', ratelimit: '"default";r=42;t=17' });
+      expect(headers['x-ratelimit-limit']).not.toContain(OPTIONS.apiKey);
+      expect(headers['x-ratelimit-remaining']).toHaveLength(1024);
+      expect(Object.keys(headers).filter((name) => !/^(x-)?ratelimit/.test(name))).toEqual([]);
+    } finally {
+      transport.close();
+      server.close();
+    }
+  });
+
+  it('an answer without rate-limit headers carries none', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const transport = new ThreadTransport(OPTIONS);
+    try {
+      const raw = await transport.post(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/x`), '{}');
+      expect(raw).toMatchObject({ type: 'response', status: 200 });
+      expect(raw.type === 'response' && raw.rateLimit).toBeFalsy();
+    } finally {
+      transport.close();
+      server.close();
     }
   });
 });

@@ -214,7 +214,24 @@ export function partnerBySql(db: Db, jobId: number) {
     attempts,
     throttled,
     throttled_share: attempts === 0 ? null : round(throttled / attempts, 4),
+    announced: announcedBySql(db, jobId),
   };
+}
+
+/**
+ * What the partner announced (docs/ledger.md, `runs.announced_json`): the latest run of the job that
+ * recorded it, and its answered samples with an announced rate, and of those the ones paced at it.
+ */
+function announcedBySql(db: Db, jobId: number): Record<string, unknown> | null {
+  const run = db.prepare('SELECT id, announced_json FROM runs WHERE job_id = ? AND announced_json IS NOT NULL ORDER BY id DESC LIMIT 1').get(jobId) as
+    { id: number; announced_json: string } | undefined;
+  if (run === undefined) return null;
+  const recorded = JSON.parse(run.announced_json) as Record<string, unknown>;
+  const counts = db.prepare(`SELECT COUNT(*) AS n, TOTAL(pace_rate >= 0.99 * announced_rate) AS paced FROM run_samples WHERE run_id = ? AND announced_rate IS NOT NULL
+    AND elapsed_ms <= (SELECT MAX(a.elapsed_ms) FROM run_samples a WHERE a.run_id = ? AND COALESCE(a.submits_answered, a.attempts - a.errors) > 0)`)
+    .get(run.id, run.id) as { n: number; paced: number };
+  const { headers, windows, rate, distrusted_after_ms, throttled_under, answers_under, spent_until } = recorded;
+  return { run_id: run.id, headers, windows, rate, distrusted_after_ms, throttled_under, answers_under, spent_until, announced_seconds: counts.n, paced_seconds: counts.paced };
 }
 
 /** For each histogram bin, the number of values in it by SQL (half-open bins, the last closed). */

@@ -254,6 +254,53 @@ describe('buildReport on a run that paced (a partner with a rate cap)', () => {
   });
 });
 
+describe('buildReport on a run the partner announced its limit to', () => {
+  const announced = (over: Record<string, unknown>): string => JSON.stringify({
+    style: 'kong', headers: 'X-RateLimit-Limit-Second (Kong)', windows: [{ name: 'second', limit: 40, window_s: 1 }], rate: 39,
+    distrusted_after_ms: null, throttled_under: 0, answers_under: 900, spent_until: null, ...over,
+  });
+
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    ['paced by it', {}, /Announced: 40 requests per second \(X-RateLimit-Limit-Second \(Kong\)\) in run \d+: it paced the sends in \d+ of the \d+ s it was in force/],
+    ['not kept to', { distrusted_after_ms: 1200, throttled_under: 4, answers_under: 7 },
+      /Announced: 40 requests per second \(X-RateLimit-Limit-Second \(Kong\)\) in run \d+, but it was not kept to: 4 of the 7 requests sent within it were answered 429, so the run ignored it after 1\.2s and learned the pace from the 429s/],
+    ['a quota spent', { windows: [{ name: 'hour', limit: 500, window_s: 3600 }], rate: null, spent_until: '2024-01-01T01:00:00.000Z' },
+      /Announced: 500 requests per 1h \(X-RateLimit-Limit-Second \(Kong\)\) in run \d+: its quota was spent, until 2024-01-01T01:00:00\.000Z/],
+  ])('%s: as by SQL, and the table and the HTML say it', async (_label, over, sentence) => {
+    const t = createTempLedger();
+    try {
+      const fixture = buildMixedJob(t.db);
+      const run = (await buildReport(t.sql, fixture.jobId)).partner.settled_run_id as number;
+      t.db.prepare('UPDATE runs SET announced_json = ? WHERE id = ?').run(announced(over), run);
+      // An announced rate in force in two seconds of three; paced at it in one of those.
+      const seconds = t.db.prepare('SELECT elapsed_ms FROM run_samples WHERE run_id = ? ORDER BY elapsed_ms').pluck().all(run) as number[];
+      const update = t.db.prepare('UPDATE run_samples SET announced_rate = ?, pace_rate = ? WHERE run_id = ? AND elapsed_ms = ?');
+      seconds.forEach((ms, i) => update.run(i % 3 === 2 ? null : 39, i % 3 === 0 ? 39 : 20, run, ms));
+      const report = await expectReportMatchesSql(t, fixture.jobId);
+      expect(report.partner.announced).toMatchObject({ run_id: run, announced_seconds: expect.any(Number), paced_seconds: expect.any(Number) });
+      expect(report.partner.announced!.paced_seconds).toBeGreaterThan(0);
+      expect(report.partner.announced!.paced_seconds).toBeLessThan(report.partner.announced!.announced_seconds);
+      const table = renderTable(report, { width: 400 });
+      expect(table.replace(/\n {4}/g, ' ')).toMatch(sentence);
+      const html = renderHtml(report, await readProblemRows(t.sql, fixture.jobId));
+      expect(html).toMatch(new RegExp(`The partner announced ${sentence.source.replace(/^Announced: /, '')}`));
+    } finally {
+      t.remove();
+    }
+  });
+
+  it('an unreadable record is no announcement', async () => {
+    const t = createTempLedger();
+    try {
+      const fixture = buildMixedJob(t.db);
+      t.db.prepare('UPDATE runs SET announced_json = ? WHERE job_id = ?').run('{not json', fixture.jobId);
+      expect((await buildReport(t.sql, fixture.jobId)).partner.announced).toBeNull();
+    } finally {
+      t.remove();
+    }
+  });
+});
+
 describe('buildReport on edge cases', () => {
   it('reports an empty job with zeros and nulls, every key present', async () => {
     const t = createTempLedger();

@@ -8,6 +8,7 @@
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { QuoteBatchError } from '../../errors.js';
+import type { AnnouncedSummary } from '../../partner/announced-limit.js';
 import type { AttemptRecord } from '../../partner/types.js';
 import { runSentBySearchAsync, sentByOtherJobSearch, type SentByQuery } from '../_sent-by.js';
 import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from '../limits.js';
@@ -416,14 +417,20 @@ export class PgLedger {
 
   async recordRunSample(runId: number, sample: RunSample): Promise<void> {
     await this.#query(
-      `INSERT INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors, rows_done, latency_p50_ms, pace_rate, in_flight_max, submits_answered)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+      `INSERT INTO run_samples (run_id, elapsed_ms, at, concurrency_limit, in_flight, attempts, throttled, errors, rows_done, latency_p50_ms, pace_rate, in_flight_max, submits_answered, announced_rate)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
        ON CONFLICT (run_id, elapsed_ms) DO UPDATE SET at = excluded.at, concurrency_limit = excluded.concurrency_limit, in_flight = excluded.in_flight,
          attempts = excluded.attempts, throttled = excluded.throttled, errors = excluded.errors, rows_done = excluded.rows_done,
-         latency_p50_ms = excluded.latency_p50_ms, pace_rate = excluded.pace_rate, in_flight_max = excluded.in_flight_max, submits_answered = excluded.submits_answered`,
+         latency_p50_ms = excluded.latency_p50_ms, pace_rate = excluded.pace_rate, in_flight_max = excluded.in_flight_max, submits_answered = excluded.submits_answered,
+         announced_rate = excluded.announced_rate`,
       [runId, Math.round(sample.elapsedMs), now(), sample.concurrencyLimit, sample.inFlight, sample.attempts, sample.throttled, sample.errors,
-        sample.rowsDone, sample.latencyP50Ms, sample.paceRate ?? null, sample.inFlightMax ?? null, sample.submitsAnswered ?? null],
+        sample.rowsDone, sample.latencyP50Ms, sample.paceRate ?? null, sample.inFlightMax ?? null, sample.submitsAnswered ?? null, sample.announcedRate ?? null],
     );
+  }
+
+  /** Records what the partner announced of its limit during a run (`runs.announced_json`). */
+  async recordAnnouncedLimit(runId: number, announced: AnnouncedSummary | null): Promise<void> {
+    await this.#query('UPDATE runs SET announced_json = $1 WHERE id = $2', [announced === null ? null : JSON.stringify(announced), runId]);
   }
 
   async getAgent(environment: string, email: string): Promise<AgentRecord | undefined> {

@@ -40,7 +40,7 @@ export {
   type RunSampleFigures, type TimelineRun,
 } from './timeline.js';
 export {
-  countAnsweredSamples, readAnsweredSamples, readRunCeiling, readWarmStartSamples,
+  countAnsweredSamples, readAnnouncedRun, readAnsweredSamples, readRunCeiling, readWarmStartSamples,
   type AnsweredSample, type PartnerIdentity, type WarmStartSamples,
 } from './settled-samples.js';
 export { errorRowBatches, type ErrorRow } from './row-errors.js';

@@ -51,6 +51,25 @@ export async function readRunCeiling(db: SqlDb, runId: number): Promise<number |
   return await db.value<number | null>(`SELECT ${db.dialect.jsonNumber('options_json', 'concurrency')} FROM runs WHERE id = ?`, [runId]) ?? null;
 }
 
+/**
+ * The job's latest run that read a limit the partner announced (`runs.announced_json`, as that run
+ * recorded it), with its answered samples in which an announced rate was in force (`announced`) and,
+ * of those, the ones paced at it (`paced`: the pace at 99% of it or more). Null when no run read one.
+ */
+export async function readAnnouncedRun(db: SqlDb, jobId: number): Promise<{ run_id: number; announced_json: string; announced: number; paced: number } | null> {
+  const run = await db.get<{ run_id: number; announced_json: string }>(
+    'SELECT id AS run_id, announced_json FROM runs WHERE job_id = ? AND announced_json IS NOT NULL ORDER BY id DESC LIMIT 1',
+    [jobId],
+  );
+  if (run === undefined) return null;
+  const counts = await db.get<{ announced: number | string; paced: number | string | null }>(
+    `SELECT COUNT(*) AS announced, SUM(CASE WHEN pace_rate >= 0.99 * announced_rate THEN 1 ELSE 0 END) AS paced FROM run_samples
+     WHERE run_id = ? AND announced_rate IS NOT NULL AND elapsed_ms <= ${answeredUntil('?')}`,
+    [run.run_id, run.run_id],
+  );
+  return { ...run, announced: Number(counts?.announced ?? 0), paced: Number(counts?.paced ?? 0) };
+}
+
 /** A partner as the runs sent to it: environment, operation and base URL (a trailing `/` or not). */
 export interface PartnerIdentity {
   environment: string;
