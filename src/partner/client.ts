@@ -556,11 +556,13 @@ class GotPartnerClient implements PartnerClient {
         ? { type: 'limit_announced', headers: change.headers, windows }
         : { type: 'limit_distrusted', headers: change.headers, windows, throttled: change.throttled, answers: change.answers });
     }
+    // Every answer: a quota's remainder spread over what is left of its window moves with time.
+    this.#limiter.announceCeiling?.(this.#announced.ceiling());
   }
 
   /** Whether a pace holds the sends to the partner's announced rate: a limiter that takes it (not `--no-adaptive`'s fixed one). */
   #pacesAnnounced(): boolean {
-    return 'announceCeiling' in this.#limiter;
+    return this.#limiter.announceCeiling !== undefined;
   }
 
   /**

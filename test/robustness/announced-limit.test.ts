@@ -72,6 +72,8 @@ describe('an announced rate', () => {
     expect(lines.at(-1)).toMatchObject({ event: 'summary', announced_headers: 'X-RateLimit-Limit-Second (Kong)', announced_windows: 'second:40/1s', announced_distrusted: false, announced_spent_until: null });
     const json = await runCli(['report', '--ledger', ledger, '--format', 'json'], { cwd: files.dir });
     expect((JSON.parse(json.stdout) as { partner: { announced: unknown } }).partner.announced).toMatchObject({ windows: [{ name: 'second', limit: 40, window_s: 1 }], distrusted_after_ms: null });
+    // Paced within 39.6/s from the first answer: the cap never refuses one.
+    expect(sandbox.stats().faults.rpsCapped).toBe(0);
   });
 
   it('not kept to (headers announcing 2.5 times the cap): a warning says it is ignored from then on; the summary and report say so', async () => {
@@ -152,22 +154,44 @@ describe('an announced quota', () => {
   });
 
   it('spent until a reset within --max-retry-after: every request waits for it, and the run completes without a 429', async () => {
-    const { csv, agents } = leads(330);
+    const { csv, agents } = leads(250);
     const ledger = files.path('wait.db');
+    // 100 per 6 s is a quota under --max-retry-after 4s (no rate is paced by it); --rate 40 spends it
+    // in 2.5 s, so each window's reset comes within 4 s of its last request.
+    sandbox = await startCanarySandbox({ quota: 100, quotaWindowSeconds: 6, announceLimit: 'x-ratelimit' }, 7, agents);
+    const started = Date.now();
+    const result = await run(csv, ledger, ['--max-retry-after', '4s', '--rate', '40', '--json-log']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(states(ledger)).toEqual({ succeeded: 250 });
+    // Three windows: two waits for a reset.
+    expect(Date.now() - started).toBeGreaterThan(7000);
+    const waits = logLines(result).filter((l) => l.event === 'quota_wait');
+    expect(waits.length).toBeGreaterThanOrEqual(2);
+    expect(waits[0]).toMatchObject({ level: 'warn', limit: 100, window_s: 6 });
+    const stats = sandbox.stats();
+    // At most a stray 429 as a window turns (the reset is said in whole seconds).
+    expect(stats.faults.quotaSpent).toBeLessThanOrEqual(2);
+    expect(stats.operations.quote.received).toBe(250 + stats.faults.quotaSpent);
+    expect(stats.duplicateLeads).toEqual([]);
+  });
+
+  it('a window within --max-retry-after is a rate: what is left of it is spread over what is left of the window, never spent in a burst and refused', async () => {
+    const { csv, agents } = leads(330);
+    const ledger = files.path('spread.db');
     sandbox = await startCanarySandbox({ quota: 150, quotaWindowSeconds: 4, announceLimit: 'x-ratelimit' }, 7, agents);
     const started = Date.now();
     const result = await run(csv, ledger, ['--max-retry-after', '10s', '--json-log']);
     expect(result.code, result.stderr).toBe(0);
     expect(states(ledger)).toEqual({ succeeded: 330 });
-    // Three windows: two waits of most of a window each.
+    // 330 requests at 150 per 4 s: into a third window.
     expect(Date.now() - started).toBeGreaterThan(7000);
-    const waits = logLines(result).filter((l) => l.event === 'quota_wait');
-    expect(waits.length).toBeGreaterThanOrEqual(2);
-    expect(waits[0]).toMatchObject({ level: 'warn', limit: 150, window_s: 4 });
     const stats = sandbox.stats();
-    // At most a stray 429 as a window turns (the reset is said in whole seconds).
     expect(stats.faults.quotaSpent).toBeLessThanOrEqual(2);
     expect(stats.operations.quote.received).toBe(330 + stats.faults.quotaSpent);
     expect(stats.duplicateLeads).toEqual([]);
+    // Paced by it: the summary counts the seconds.
+    const summary = logLines(result).at(-1) as LogLine;
+    expect(summary).toMatchObject({ event: 'summary', announced_distrusted: false, announced_spent_until: null });
+    expect(summary.announced_paced_seconds).toBeGreaterThan((summary.announced_seconds as number) / 2);
   });
 });

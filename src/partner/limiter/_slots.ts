@@ -65,6 +65,8 @@ export interface ConcurrencyLimiter {
   takeInFlight(): InFlightSample;
   /** Requests per second the limiter paces sends at; null when it does not pace. */
   readonly rate: number | null;
+  /** A rate the partner announces (requests/s), or null; a limiter that paces keeps within it, a fixed one has none. */
+  announceCeiling?(rate: number | null): void;
 }
 
 /**
