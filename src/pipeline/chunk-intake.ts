@@ -26,6 +26,12 @@ import { decide, sendsAgain, STOPPED } from './row-state.js';
  */
 export const CHUNK_ROWS = 100;
 
+interface Claimed {
+  chunk: ClaimedChunk | null;
+  /** The rows read for a frontier chunk; undefined for a chunk taken over (read again from the input). */
+  mapped: MappedRow[] | undefined;
+}
+
 /** Waits `ms`, or less when `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -93,48 +99,67 @@ export class ChunkIntake implements Intake {
 
   async *rows(halt: AbortSignal): AsyncGenerator<RowToSend> {
     const { options } = this;
-    for (;;) {
-      // --limit reached: no chunk past it is claimed (nor is the input's end recorded).
-      if (halt.aborted || this.stoppedByLimit) return;
-      let mapped: MappedRow[] | undefined;
-      const known = this.#chunks.map((c) => c.claimId);
-      const chunk = await options.ledger.claimChunk(options.jobId, options.runId, known, options.operation, STOPPED, async (frontier, lookups) => {
-        const read = await this.#readFrontier(frontier, lookups);
-        mapped = read.readRows as MappedRow[];
-        return read;
-      });
-      if (chunk === null) {
-        // Chunks other workers hold: wait for them to be done, or for a dead worker's lease to run
-        // out (then its chunks are this worker's to take over), so that the job ends complete.
-        const { open } = await options.ledger.openChunks(options.jobId);
-        if (open > 0 && !halt.aborted) {
-          await sleep(Math.min(1000, Math.floor(options.leaseMs / 3)), halt);
-          continue;
+    // One chunk ahead: the next is claimed while this one's rows are sent, so that the senders never
+    // wait on a claim's transaction (it reads and records a chunk of input).
+    let next: Promise<Claimed> | undefined = this.#claimNext();
+    try {
+      for (;;) {
+        // --limit reached: no chunk past it is claimed (nor is the input's end recorded).
+        if (halt.aborted || next === undefined) return;
+        const { chunk, mapped } = await next;
+        next = undefined;
+        if (chunk === null) {
+          if (this.stoppedByLimit) return;
+          // Chunks other workers hold: wait for them to be done, or for a dead worker's lease to run
+          // out (then its chunks are this worker's to take over), so that the job ends complete.
+          const { open } = await options.ledger.openChunks(options.jobId);
+          if (open > 0 && !halt.aborted) {
+            await sleep(Math.min(1000, Math.floor(options.leaseMs / 3)), halt);
+            next = this.#claimNext();
+            continue;
+          }
+          this.readToEnd = !this.stoppedByLimit;
+          return;
         }
-        this.readToEnd = !this.stoppedByLimit;
-        return;
-      }
-      this.#chunks.push(chunk);
-      // Rows this worker read and recorded now: counted from here on (its progress line).
-      if (mapped !== undefined) for (const state of chunk.states.values()) this.options.counts[state as RowState] += 1;
-      if (chunk.takenOver) options.onTakeOver?.(chunk);
-      const rows = mapped ?? await this.#readClaimed(chunk);
-      const toSend: RowToSend[] = [];
-      for (const row of rows) {
-        const state = chunk.states.get(row.rowNumber) as RowState | undefined;
-        if (state === undefined || !sendsAgain(state, options) || row.errors.length > 0) {
-          this.#rowsSkipped += mapped === undefined ? 1 : 0;
-          continue;
+        this.#chunks.push(chunk);
+        // Rows this worker read and recorded now: counted from here on (its progress line).
+        if (mapped !== undefined) for (const state of chunk.states.values()) this.options.counts[state as RowState] += 1;
+        if (chunk.takenOver) options.onTakeOver?.(chunk);
+        const rows = mapped ?? await this.#readClaimed(chunk);
+        const toSend: RowToSend[] = [];
+        for (const row of rows) {
+          const state = chunk.states.get(row.rowNumber) as RowState | undefined;
+          if (state === undefined || !sendsAgain(state, options) || row.errors.length > 0) {
+            this.#rowsSkipped += mapped === undefined ? 1 : 0;
+            continue;
+          }
+          toSend.push({ mapped: row, sentFrom: state });
         }
-        toSend.push({ mapped: row, sentFrom: state });
+        this.book.claim(chunk, toSend.map((r) => r.mapped.rowNumber));
+        if (!this.stoppedByLimit && !halt.aborted) next = this.#claimNext();
+        for (const row of toSend) {
+          if (halt.aborted) return;
+          yield row;
+        }
+        this.book.allGiven(chunk);
       }
-      this.book.claim(chunk, toSend.map((r) => r.mapped.rowNumber));
-      for (const row of toSend) {
-        if (halt.aborted) return;
-        yield row;
-      }
-      this.book.allGiven(chunk);
+    } finally {
+      // A claim under way ends before the intake does (its rows stay pending under this worker's claim).
+      await next?.catch(() => {});
     }
+  }
+
+  /** Claims the next chunk: the frontier's (read and mapped here), a dead worker's, or none. */
+  async #claimNext(): Promise<Claimed> {
+    const { options } = this;
+    let mapped: MappedRow[] | undefined;
+    const known = this.#chunks.map((c) => c.claimId);
+    const chunk = await options.ledger.claimChunk(options.jobId, options.runId, known, options.operation, STOPPED, async (frontier, lookups) => {
+      const read = await this.#readFrontier(frontier, lookups);
+      mapped = read.readRows as MappedRow[];
+      return read;
+    });
+    return { chunk, mapped };
   }
 
   /** Reads the frontier chunk: maps its rows and decides each (its problems, a key seen before, a lead another job sent). */
