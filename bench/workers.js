@@ -19,6 +19,9 @@ import { startPostgres } from '../scripts/embedded-postgres.js';
 const MAPPING = join(ROOT, 'bench', 'mappings', 'leads-100.yaml');
 /** Workers per job: the issue's 1, 2 and 4, and the 3 its targets name. QB_WORKERS=3 picks some. */
 const WORKER_COUNTS = (process.env.QB_WORKERS ?? '1,2,3,4').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+/** QB_WORKER_PROFILES=a,latency picks profiles (latency: the backends side by side); QB_WORKER_ROWS=4000 sets the rows of each run (20,000, or 2,000 with --quick). */
+const PROFILE_IDS = process.env.QB_WORKER_PROFILES?.split(',').filter(Boolean);
+const ROWS = Number(process.env.QB_WORKER_ROWS) > 0 ? Number(process.env.QB_WORKER_ROWS) : undefined;
 
 export const WORKER_PROFILES = [
   {
@@ -70,7 +73,7 @@ async function createDatabase(server, name) {
 
 /** `workers` runs of the same job at once; their figures from the ledger, the sandbox and the processes. */
 async function measureWorkers(server, profile, workers, { file, agentsFile, quick, log }) {
-  const rows = quick ? profile.rows.quick : profile.rows.full;
+  const rows = ROWS ?? (quick ? profile.rows.quick : profile.rows.full);
   const sandbox = await startSandbox({ agentsFile, flags: profile.sandbox });
   const ledger = await createDatabase(server, `bench_${profile.id}_${workers}_${Date.now()}`);
   try {
@@ -136,7 +139,7 @@ export async function benchWorkers({ file, agentsFile, quick, addFigure, details
   const server = await startPostgres();
   try {
     details.workers = { profiles: {} };
-    for (const profile of WORKER_PROFILES) {
+    for (const profile of WORKER_PROFILES.filter((p) => PROFILE_IDS === undefined || PROFILE_IDS.includes(p.id))) {
       const entries = [];
       for (const n of WORKER_COUNTS) entries.push(await measureWorkers(server, profile, n, { file, agentsFile, quick, log }));
       details.workers.profiles[profile.id] = { title: profile.title, runs: entries };
@@ -152,6 +155,7 @@ export async function benchWorkers({ file, agentsFile, quick, addFigure, details
         }
       }
     }
+    if (PROFILE_IDS !== undefined && !PROFILE_IDS.includes('latency')) return;
     const backends = await compareBackends(server, { file, agentsFile, quick, log });
     details.workers.latencyBound = backends;
     const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;

@@ -5,7 +5,7 @@
  */
 import type { AnnouncedSummary } from './announced-limit.js';
 import type { BreakerCause, BreakerState } from './circuit-breaker.js';
-import type { ConcurrencyLimiter } from './limiter/index.js';
+import type { ConcurrencyLimiter, JobShare } from './limiter/index.js';
 import type { MetricsSample } from './metrics.js';
 import type { AgentValidateResponse, QuoteSuccessResponse } from './schemas.js';
 import type { AttemptRecord, CallOutcome, Operation } from './types.js';
@@ -167,8 +167,13 @@ export interface PartnerClient {
   takeSample(): MetricsSample;
   /** What the partner announced of its limit this run (see `announced-limit.ts`); null when it announced nothing. */
   announcedLimit(): AnnouncedSummary | null;
-  /** Where the limiter stands now (requests allowed in flight, requests/s paced at or null), without taking a sample. */
-  limiterState(): { limit: number; pace: number | null };
+  /**
+   * Where the limiter stands now, without taking a sample: requests allowed in flight, requests/s
+   * paced at (or null), and of that the rate learned from 429s (or null).
+   */
+  limiterState(): { limit: number; pace: number | null; learnedPace: number | null };
+  /** This worker's share of its job's limit, when several workers share one (PostgreSQL ledger). */
+  shareLimit(share: JobShare): void;
   /** Destroys the keep-alive sockets and stops probing. */
   close(): void;
 }

@@ -22,7 +22,7 @@ import type { RawAttempt } from './_transport.js';
 import { calculateRetryDelay, parseRetryAfter } from './backoff.js';
 import { assertSafeBaseUrl, displayUrl, joinUrl } from './base-url.js';
 import { CircuitBreaker, type BreakerPermit, type BreakerState } from './circuit-breaker.js';
-import { FixedLimiter, RateLimiter, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot } from './limiter/index.js';
+import { FixedLimiter, RateLimiter, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot, type JobShare } from './limiter/index.js';
 import { CallMetrics, type MetricsSample } from './metrics.js';
 import { displayProxy } from './proxy.js';
 import { parseRateLimitHeaders } from './rate-limit-headers.js';
@@ -207,8 +207,12 @@ class GotPartnerClient implements PartnerClient {
     return this.#announced.summary();
   }
 
-  limiterState(): { limit: number; pace: number | null } {
-    return { limit: this.#limiter.limit, pace: this.#limiter.rate };
+  limiterState(): { limit: number; pace: number | null; learnedPace: number | null } {
+    return { limit: this.#limiter.limit, pace: this.#limiter.rate, learnedPace: this.#limiter.learnedRate ?? this.#limiter.rate };
+  }
+
+  shareLimit(share: JobShare): void {
+    this.#limiter.share?.(share);
   }
 
   takeSample(): MetricsSample {

@@ -9,6 +9,7 @@ export { calculateRetryDelay, MAX_RETRY_AFTER_MS, parseRetryAfter } from './back
 export type { RetryDelayInput } from './backoff.js';
 export { assertSafeBaseUrl, displayUrl, isLoopbackHost } from './base-url.js';
 export { AdaptiveLimiter, FixedLimiter, RateLimiter } from './limiter/index.js';
+export { jobShare, joiningShare, LIVE_MS, type JobShare, type WorkerLimit } from './limiter/index.js';
 export type { AttemptSample, ConcurrencyLimiter, ConcurrencySlot, PaceMemory } from './limiter/index.js';
 export { CircuitBreaker } from './circuit-breaker.js';
 export type { BreakerOpening, BreakerPermit, BreakerState, CircuitBreakerOptions } from './circuit-breaker.js';

@@ -78,6 +78,8 @@ export class ChunkIntake implements Intake {
   readonly book: PgRowBook;
   readToEnd = false;
   stoppedByLimit = false;
+  /** No rows left to give the senders: the job's other chunks are held by other workers, or none is left. */
+  drained = false;
   #open: OpenReader | undefined;
   #rowsRead = 0;
   #rowsSkipped = 0;
@@ -112,6 +114,7 @@ export class ChunkIntake implements Intake {
           if (this.stoppedByLimit) return;
           // Chunks other workers hold: wait for them to be done, or for a dead worker's lease to run
           // out (then its chunks are this worker's to take over), so that the job ends complete.
+          this.drained = true;
           const { open } = await options.ledger.openChunks(options.jobId);
           if (open > 0 && !halt.aborted) {
             await sleep(Math.min(1000, Math.floor(options.leaseMs / 3)), halt);
@@ -121,6 +124,7 @@ export class ChunkIntake implements Intake {
           this.readToEnd = !this.stoppedByLimit;
           return;
         }
+        this.drained = false;
         this.#chunks.push(chunk);
         // Rows this worker read and recorded now: counted from here on (its progress line).
         if (mapped !== undefined) for (const state of chunk.states.values()) this.options.counts[state as RowState] += 1;

@@ -58,6 +58,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
   const fromJob = shared?.startAt(options.concurrency) ?? null;
   const fromLast = fromJob === null ? await startingLimit(ledger.sql, options) : null;
   if (fromLast !== null) logger.info(fromLast.message, { event: 'warm_start', limit: fromLast.limit, warm: fromLast.warm, pace: fromLast.pace });
+  if (fromJob !== null) {
+    const pace = fromJob.pace === null ? '' : ` and ${fromJob.pace.toFixed(1)} requests/s (its share of the job's pace, ${fromJob.workers} workers with it)`;
+    logger.info(`starting where the job's workers stand: ${fromJob.limit} requests in flight${pace}`, {
+      event: 'warm_start', limit: fromJob.limit, warm: true, pace: fromJob.pace, workers: fromJob.workers, from: 'workers',
+    });
+  }
   const warm = fromJob ?? fromLast;
   const target = await options.connect({ onEvent: (event) => forward(event), startAt: warm === null ? null : { limit: warm.limit, warm: warm.warm, pace: warm.pace } });
   try {
@@ -81,7 +87,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
 
     const monitor = new RunMonitor(ledger, logger, job.id, run.id, options.maxOutageMs ?? DEFAULTS.maxOutageMs);
     const rateCap = options.rate !== undefined && options.rate > 0 ? options.rate : null;
-    const sharing = new SharedLimit(ledger, job.id, target.client, logger);
+    // Sharing while this worker has rows to give its senders: one left waiting for others' chunks takes no share.
+    const sharing = new SharedLimit(ledger, job.id, run.id, target.client, logger, () => !intake.drained);
     forward = (event) => {
       monitor.onClientEvent(event);
       sharing.onClientEvent(event);

@@ -73,4 +73,25 @@ describe('the PostgreSQL ledger', () => {
     expect(fenced).toEqual([{ lost: true }]);
     expect((await a.countsByState(jobId)).in_flight).toBe(1);
   });
+  it('keeps each worker\'s limiter state apart, stamped by the database, and drops a worker gone a minute', async () => {
+    const a = await open();
+    const { job: created } = await a.joinOrCreateJob({ ...job, input_sha256: 'c'.repeat(64) }, 3, false);
+    await a.publishLimit(created.id, 1, JSON.stringify({ limit: 8, pace: 12 }));
+    await a.publishLimit(created.id, 2, JSON.stringify({ limit: 6, pace: 14 }));
+    await a.publishLimit(created.id, 1, JSON.stringify({ limit: 9, pace: 11 }));
+    let shared = await a.sharedLimit(created.id);
+    const entries = JSON.parse(shared.stateJson ?? '{}') as Record<string, { limit: number; pace: number; at: number }>;
+    expect(Object.keys(entries).sort()).toEqual(['1', '2']);
+    expect(entries['1']).toMatchObject({ limit: 9, pace: 11 });
+    expect(entries['2']).toMatchObject({ limit: 6, pace: 14 });
+    expect(Math.abs((entries['1']?.at ?? 0) - shared.nowMs)).toBeLessThan(5000);
+    // A worker silent for over a minute is dropped by the next one to publish.
+    const client = new pg.Client({ connectionString: url, options: '-c search_path=quote_batch' });
+    await client.connect();
+    await client.query(`UPDATE partner_limits SET state_json = jsonb_set(state_json::jsonb, '{2,at}', to_jsonb((EXTRACT(EPOCH FROM now()) * 1000 - 61000)::float8))::text WHERE job_id = $1`, [created.id]);
+    await client.end();
+    await a.publishLimit(created.id, 1, JSON.stringify({ limit: 9, pace: 10 }));
+    shared = await a.sharedLimit(created.id);
+    expect(Object.keys(JSON.parse(shared.stateJson ?? '{}') as object)).toEqual(['1']);
+  });
 });

@@ -394,22 +394,32 @@ export class PgLedger {
     await this.#query('UPDATE jobs SET paused_until = GREATEST(COALESCE(paused_until, $2::timestamptz), $2::timestamptz) WHERE id = $1', [jobId, until.toISOString()]);
   }
 
-  /** What the workers of the job share: a pause still to come, and the limiter state last published. */
-  async sharedLimit(jobId: number): Promise<{ pausedUntil: Date | null; stateJson: string | null }> {
-    const rows = await this.#query<{ paused_until: Date | null; state_json: string | null }>(
-      `SELECT CASE WHEN j.paused_until > now() THEN j.paused_until END AS paused_until, l.state_json
+  /**
+   * What the workers of the job share: a pause still to come, and each worker's last published
+   * limiter state (by run id, `at` in ms by the database's clock), with the database's time now.
+   */
+  async sharedLimit(jobId: number): Promise<{ pausedUntil: Date | null; stateJson: string | null; nowMs: number }> {
+    const rows = await this.#query<{ paused_until: Date | null; state_json: string | null; now_ms: number }>(
+      `SELECT CASE WHEN j.paused_until > now() THEN j.paused_until END AS paused_until, l.state_json,
+              (EXTRACT(EPOCH FROM now()) * 1000)::float8 AS now_ms
          FROM jobs j LEFT JOIN partner_limits l ON l.job_id = j.id WHERE j.id = $1`,
       [jobId],
     );
     const row = rows[0];
-    return { pausedUntil: row?.paused_until ?? null, stateJson: row?.state_json ?? null };
+    return { pausedUntil: row?.paused_until ?? null, stateJson: row?.state_json ?? null, nowMs: Number(row?.now_ms ?? Date.now()) };
   }
 
-  async publishLimit(jobId: number, stateJson: string): Promise<void> {
+  /** This worker's limiter state, under its run id, stamped with the database's time; workers gone a minute are dropped. */
+  async publishLimit(jobId: number, runId: number, stateJson: string): Promise<void> {
     await this.#query(
-      `INSERT INTO partner_limits (job_id, state_json, updated_at) VALUES ($1, $2, now())
-       ON CONFLICT (job_id) DO UPDATE SET state_json = excluded.state_json, updated_at = excluded.updated_at`,
-      [jobId, stateJson],
+      `INSERT INTO partner_limits (job_id, state_json, updated_at)
+         VALUES ($1, jsonb_build_object($2::text, $3::jsonb || jsonb_build_object('at', EXTRACT(EPOCH FROM now()) * 1000))::text, now())
+       ON CONFLICT (job_id) DO UPDATE SET updated_at = excluded.updated_at, state_json = ((
+         SELECT COALESCE(jsonb_object_agg(e.key, e.value), '{}'::jsonb)
+           FROM jsonb_each(CASE WHEN jsonb_typeof(partner_limits.state_json::jsonb) = 'object' THEN partner_limits.state_json::jsonb ELSE '{}'::jsonb END) e
+          WHERE e.key <> $2::text AND jsonb_typeof(e.value->'at') = 'number' AND (e.value->>'at')::float8 > EXTRACT(EPOCH FROM now()) * 1000 - 60000
+       ) || excluded.state_json::jsonb)::text`,
+      [jobId, String(runId), stateJson],
     );
   }
 

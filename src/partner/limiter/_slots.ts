@@ -8,6 +8,7 @@
  * {@link FixedLimiter} is `--no-adaptive`; `AdaptiveLimiter` (`./index.ts`) moves the limit with
  * the partner's answers (docs/adaptive.md).
  */
+import type { JobShare } from './share.js';
 import { onAnyAbort, type WaitResult } from '../_sleep.js';
 
 /** Time as a limiter sees it: a monotonic clock and one-shot timers (a simulation injects its own). */
@@ -67,6 +68,10 @@ export interface ConcurrencyLimiter {
   readonly rate: number | null;
   /** A rate the partner announces (requests/s), or null; a limiter that paces keeps within it, a fixed one has none. */
   announceCeiling?(rate: number | null): void;
+  /** This worker's share of its job's limit, when several work one job (`share.ts`); a fixed limiter has none. */
+  share?(share: JobShare): void;
+  /** The rate a pace learned from 429s, or null. */
+  readonly learnedRate?: number | null;
 }
 
 /**

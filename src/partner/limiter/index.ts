@@ -8,11 +8,13 @@ import { Measures } from './_meter.js';
 import { SlotQueue } from './_queue.js';
 import { InFlightCount, systemClock, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot, type InFlightSample, type LimiterClock } from './_slots.js';
 import { createPace, PACE, paceAfter, paceMemory, paceRate, type PaceMemory, type PaceState } from './pace.js';
+import type { JobShare } from './share.js';
 import { createWindow, effectiveWindow, WINDOW, windowAfter, type WindowState } from './window.js';
 
 export { FixedLimiter, InFlightCount, type AttemptSample, type ConcurrencyLimiter, type ConcurrencySlot, type InFlightSample, type LimiterClock } from './_slots.js';
 export { RateLimiter, type Clock } from './rate-cap.js';
 export type { PaceMemory } from './pace.js';
+export { jobShare, joiningShare, LIVE_MS, type JobShare, type WorkerLimit } from './share.js';
 
 /** The window a cold start begins with. */
 export const DEFAULT_INITIAL_WINDOW: number = WINDOW.initial;
@@ -52,6 +54,9 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   readonly #queue: SlotQueue;
   readonly #measures = new Measures(PACE.recentAnswers, PACE.burstAnswers);
   #nextSendAt = Number.NEGATIVE_INFINITY;
+  /** The rate the partner announces, and the job's workers live that share it. */
+  #announced: number | null = null;
+  #workers = 1;
 
   constructor(options: AdaptiveLimiterOptions) {
     this.#clock = options.clock ?? systemClock;
@@ -97,10 +102,29 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     return paceMemory(this.#pace);
   }
 
-  /** A rate the partner announces (requests/s), or null: sends stay within it. */
+  /** A rate the partner announces (requests/s), or null: sends stay within it (within this worker's share of it). */
   announceCeiling(rate: number | null): void {
-    this.#pace = { ...this.#pace, ceiling: rate !== null && rate > 0 && Number.isFinite(rate) ? rate : null };
+    this.#announced = rate !== null && rate > 0 && Number.isFinite(rate) ? rate : null;
+    this.#pace = { ...this.#pace, ceiling: this.#announced === null ? null : this.#announced / this.#workers };
     this.#queue.dispatch();
+  }
+
+  /** The rate the pace learned from 429s (not the announced ceiling), or null. */
+  get learnedRate(): number | null {
+    return this.#pace.rate;
+  }
+
+  /**
+   * This worker's share of the job's limit (`share.ts`): an announced rate is divided among the
+   * workers, and a learned pace becomes the even share, its cubic scaled with it.
+   */
+  share(share: JobShare): void {
+    this.#workers = Math.max(1, share.workers);
+    const own = this.#pace.rate;
+    if (share.pace !== null && own !== null && share.pace > 0) {
+      this.#pace = { ...this.#pace, rate: share.pace, lastMaxRate: (this.#pace.lastMaxRate * share.pace) / own };
+    }
+    this.announceCeiling(this.#announced);
   }
 
   /** No request leaves before `until` (this clock's ms). */

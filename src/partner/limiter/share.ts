@@ -1,0 +1,49 @@
+/**
+ * The workers of one job share the partner's limit (docs/ledger.md, "The partner's limit, shared"):
+ * each paces at an even share of what the workers pace at together, as a central allocator divides
+ * a capacity among its clients (YouTube's Doorman, its fair-share algorithm). Every worker's own
+ * controllers still learn (the cubic grows, 429s cut); once a second the sum of what they learned is
+ * divided again among the workers live. So one worker's cut lowers them all, a worker that leaves
+ * hands its share to the others, and a worker that joins takes its share from theirs rather than
+ * adding to the partner's load. Pure: what the workers published in, a share out.
+ */
+
+/** What one worker publishes once a second. */
+export interface WorkerLimit {
+  /** Requests it allows in flight. */
+  limit: number;
+  /** Requests/s it paces at; null when it does not pace (its window binds, or it has met no 429). */
+  pace: number | null;
+  /** When it published, ms (the database's clock). */
+  at: number;
+}
+
+/** A worker whose last word is older than this has stopped, or is not working the job now. */
+export const LIVE_MS = 3000;
+
+export interface JobShare {
+  /** Workers live, this one included. */
+  workers: number;
+  /** The pace each worker keeps to; null when not every live worker paces (the partner's limit is not a rate yet). */
+  pace: number | null;
+  /** The window a worker that joins starts from (the largest of the live workers'). */
+  limit: number | null;
+}
+
+/** Each worker's share, from every worker's last word (`own` is this worker's, or undefined before it has any). */
+export function jobShare(others: readonly WorkerLimit[], own: WorkerLimit | undefined, now: number): JobShare {
+  const live = [...others.filter((w) => now - w.at <= LIVE_MS), ...(own === undefined ? [] : [own])];
+  const workers = Math.max(1, live.length);
+  const limit = live.length === 0 ? null : Math.max(...live.map((w) => w.limit));
+  const paces = live.map((w) => w.pace);
+  const pace = live.length > 0 && paces.every((p): p is number => p !== null && p > 0) ? paces.reduce((a, b) => a + b, 0) / workers : null;
+  return { workers, pace, limit };
+}
+
+/** Where a worker that joins starts: its share of what the live workers pace at together, when they all pace. */
+export function joiningShare(others: readonly WorkerLimit[], now: number): JobShare {
+  const live = others.filter((w) => now - w.at <= LIVE_MS);
+  const { pace, limit } = jobShare(live, undefined, now);
+  const workers = live.length + 1;
+  return { workers, pace: pace === null ? null : (pace * live.length) / workers, limit };
+}
