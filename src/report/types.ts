@@ -4,6 +4,7 @@
  * always present (zeros and `null` rather than missing keys) so a script need not probe.
  */
 import type { RowState, JobStatus, RunStatus } from '../ledger/index.js';
+import type { AnnouncedSummary } from '../partner/announced-limit.js';
 
 export { DONE_STATES, ERROR_STATES } from '../ledger/index.js';
 
@@ -312,21 +313,8 @@ export interface ReportPartner {
 }
 
 /** The limit the partner announced in one run (`runs.announced_json`, docs/ledger.md), and how the run used it. */
-export interface ReportAnnounced {
+export interface ReportAnnounced extends Omit<AnnouncedSummary, 'style'> {
   run_id: number;
-  /** The headers it was read from, as the summary names them (`RateLimit-Policy / RateLimit (IETF draft)`). */
-  headers: string;
-  /** The windows last announced: name, limit and length in seconds (null when not said). */
-  windows: { name: string | null; limit: number | null; window_s: number | null }[];
-  /** The highest rate it allowed, requests/s; null for a quota alone. */
-  rate: number | null;
-  /** Milliseconds after the first announcement at which 429s to requests sent within it made the run ignore it; null while kept to. */
-  distrusted_after_ms: number | null;
-  /** 429s to requests sent within it, and answers to such requests. */
-  throttled_under: number;
-  answers_under: number;
-  /** When a spent quota halted the run: its reset (ISO UTC); else null. */
-  spent_until: string | null;
   /** Seconds of the run (up to its last answer) in which an announced rate was in force, and of those, paced at it. */
   announced_seconds: number;
   paced_seconds: number;
