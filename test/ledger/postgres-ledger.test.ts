@@ -5,7 +5,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
 import { PgLedger } from '../../src/ledger/postgres/ledger.js';
-import type { NewRow } from '../../src/ledger/index.js';
+import { commitOneByOne, type FencedRowWrite } from '../../src/ledger/postgres/row-writes.js';
+import type { NewRow, RowChange, SentRow } from '../../src/ledger/index.js';
+import type { AttemptRecord } from '../../src/partner/types.js';
 import { STOPPED } from '../../src/pipeline/row-state.js';
 import { createTestDatabase, TEST_PG_PASSWORD } from '../helpers/postgres.js';
 
@@ -93,5 +95,86 @@ describe('the PostgreSQL ledger', () => {
     await a.publishLimit(created.id, 1, JSON.stringify({ limit: 9, pace: 10 }));
     shared = await a.sharedLimit(created.id);
     expect(Object.keys(JSON.parse(shared.stateJson ?? '{}') as object)).toEqual(['1']);
+  });
+
+  it('writes a mixed turn in bulk with the results and rows of one write after another: fenced, found applied when sent again', async () => {
+    const ledger = await open();
+    const reader = (eofAt: number, keys: string) => async (start: { rowNumber: number; offset: number; line: number }) => {
+      const n = Math.min(5, eofAt - start.rowNumber + 1);
+      return { rows: rows(start.rowNumber, n).map((r) => ({ ...r, rowKey: `${keys}${r.rowKey}` })), end: { rowNumber: start.rowNumber + n, offset: start.offset + n * 10, line: start.line + n }, eof: start.rowNumber + n > eofAt };
+    };
+    const attempt = (httpStatus: number, outcome: AttemptRecord['outcome']): AttemptRecord => ({ kind: 'quote', startedAt: '2026-01-01T00:00:00.000Z', durationMs: 12.5, httpStatus, errorCode: null, outcome });
+    const sentBy = (s: SentRow): RowChange => ({ state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: `sent by job ${s.job_id}`, sentBy: { job_id: s.job_id, row_number: s.row_number } });
+
+    // The same turn on two jobs alike (each with keys of its own, and a job before it that sent k2's lead): one way, then the other.
+    const environment = 'uat';
+    const scene = async (keys: string, shas: [string, string], write: (jobId: number, runId: number, writes: FencedRowWrite[]) => Promise<unknown[]>) => {
+      const identity = (sha: string) => ({ ...job, input_sha256: sha.repeat(64) });
+      const before = (await ledger.joinOrCreateJob(identity(shas[0]), 3, false)).job.id;
+      const beforeRun = (await ledger.startWorker(before, '{}', 't', 60_000)).run.id;
+      const beforeChunk = await ledger.claimChunk(before, beforeRun, [], 'quote', STOPPED, reader(5, keys));
+      const sentClaim = (beforeChunk as NonNullable<typeof beforeChunk>).claimId;
+      await ledger.commitRowWrites(before, beforeRun, [{ kind: 'mark', rowNumber: 2, from: 'pending', agentId: null, requestJson: '{}', requestSha256: null, claimId: sentClaim }]);
+      await ledger.commitRowWrites(before, beforeRun, [{ kind: 'outcome', rowNumber: 2, from: 'in_flight', change: { state: 'succeeded' }, attempts: [], claimId: sentClaim }]);
+
+      const jobId = (await ledger.joinOrCreateJob(identity(shas[1]), 3, false)).job.id;
+      const mine = (await ledger.startWorker(jobId, '{}', 't', 60_000)).run.id;
+      const other = (await ledger.startWorker(jobId, '{}', 't', 60_000)).run.id;
+      const a = await ledger.claimChunk(jobId, mine, [], 'quote', STOPPED, reader(8, keys));
+      const b = await ledger.claimChunk(jobId, other, [], 'quote', STOPPED, reader(8, keys));
+      const claim = (a as NonNullable<typeof a>).claimId;
+      const othersClaim = (b as NonNullable<typeof b>).claimId;
+      expect([a?.firstRow, a?.lastRow, b?.firstRow]).toEqual([1, 5, 6]);
+      const mark = (rowNumber: number): Extract<FencedRowWrite, { kind: 'mark' }> => ({ kind: 'mark', rowNumber, from: 'pending', agentId: 'AG1', requestJson: `{"row":${rowNumber}}`, requestSha256: 'f'.repeat(64), claimId: claim });
+      await ledger.commitRowWrites(jobId, mine, [mark(3), mark(4), mark(5)]);
+      const row5Done: FencedRowWrite = { kind: 'outcome', rowNumber: 5, from: 'in_flight', change: { state: 'succeeded', httpStatus: 200, quoteNumber: 'Q5', totalPremium: 99.5 }, attempts: [attempt(200, 'ok')], claimId: claim };
+      await ledger.commitRowWrites(jobId, mine, [row5Done]);
+
+      const results = await write(jobId, mine, [
+        { ...mark(1), lookup: { environment, operation: 'quote', rowKey: `${keys}k1`, sentBy } },
+        { ...mark(2), lookup: { environment, operation: 'quote', rowKey: `${keys}k2`, sentBy } },
+        { kind: 'outcome', rowNumber: 3, from: 'in_flight', change: { state: 'succeeded', httpStatus: 200, transactionId: 'T3', quoteNumber: 'Q3', totalPremium: 120.25, responseJson: '{"ok":true}' }, attempts: [attempt(503, 'retryable'), attempt(200, 'ok')], claimId: claim },
+        { kind: 'put_back', rowNumber: 4, from: 'in_flight', change: { state: 'pending' }, attempts: [attempt(429, 'retryable')], claimId: claim },
+        // Committed already (a commit sent again after a cut connection): found, not applied twice.
+        row5Done,
+        // Another worker's row: this claim does not hold it.
+        { kind: 'outcome', rowNumber: 6, from: 'pending', change: { state: 'succeeded' }, attempts: [attempt(200, 'ok')], claimId: claim },
+      ]);
+      const shown = await ledger.sql.all<Record<string, unknown>>(
+        `SELECT row_number, state, attempts, agent_id, http_status, error_code, transaction_id, quote_number, total_premium, request_json, response_json,
+                sent_by_job - $2 AS sent_by_job_after, sent_by_row, claim_id = $3 AS mine, claim_id = $4 AS others
+           FROM rows WHERE job_id = $1 ORDER BY row_number`, [jobId, before, claim, othersClaim]);
+      const tried = await ledger.sql.all<Record<string, unknown>>(
+        'SELECT row_number, run_id = $2 AS mine, kind, http_status, outcome, duration_ms FROM attempts WHERE job_id = $1 ORDER BY row_number, id', [jobId, mine]);
+      return { results: results.map((r) => JSON.parse(JSON.stringify(r).replaceAll(`"job_id":${before}`, '"job_id":"before"')) as unknown), shown, tried };
+    };
+
+    const oneByOne = await scene('one-', ['1', '2'], (jobId, runId, writes) => ledger.transaction((client) => commitOneByOne(client, jobId, runId, writes, new Date().toISOString())));
+    const bulk = await scene('bulk-', ['3', '4'], (jobId, runId, writes) => ledger.commitRowWrites(jobId, runId, writes));
+    expect(bulk.results).toEqual([{}, { sent: { job_id: 'before', row_number: 2, state: 'succeeded' } }, {}, {}, {}, { lost: true }]);
+    expect(bulk.results).toEqual(oneByOne.results);
+    expect(bulk.shown).toEqual(oneByOne.shown);
+    expect(bulk.tried).toEqual(oneByOne.tried);
+    expect(bulk.shown.map((r) => [r.row_number, r.state, r.attempts])).toEqual([
+      [1, 'in_flight', 0], [2, 'duplicate', 0], [3, 'succeeded', 2], [4, 'pending', 1], [5, 'succeeded', 1], [6, 'pending', 0], [7, 'pending', 0], [8, 'pending', 0],
+    ]);
+    expect(bulk.shown[1]).toMatchObject({ sent_by_job_after: 0, sent_by_row: 2, error_code: 'sent_by_other_job' });
+    expect(bulk.shown[2]).toMatchObject({ agent_id: 'AG1', http_status: 200, transaction_id: 'T3', quote_number: 'Q3', total_premium: 120.25, request_json: '{"row":3}', response_json: '{"ok":true}' });
+    expect(bulk.shown[5]).toMatchObject({ mine: false, others: true });
+    // Rows 3 (two attempts), 4 (one) and 5 (one, from its first commit): none for the lost write, none twice.
+    expect(bulk.tried.map((t) => [t.row_number, t.http_status, t.mine])).toEqual([[3, 503, true], [3, 200, true], [4, 429, true], [5, 200, true]]);
+
+    // A turn one statement writes (outcomes alone), sent again: found applied, nothing twice.
+    const jobId = (await ledger.joinOrCreateJob({ ...job, input_sha256: '9'.repeat(64) }, 3, false)).job.id;
+    const run = (await ledger.startWorker(jobId, '{}', 't', 60_000)).run.id;
+    const chunk = await ledger.claimChunk(jobId, run, [], 'quote', STOPPED, reader(5, 'again-'));
+    const claimId = (chunk as NonNullable<typeof chunk>).claimId;
+    await ledger.commitRowWrites(jobId, run, [1, 2].map((rowNumber): FencedRowWrite => ({ kind: 'mark', rowNumber, from: 'pending', agentId: null, requestJson: null, requestSha256: null, claimId })));
+    const outcomes = [1, 2].map((rowNumber): FencedRowWrite => ({ kind: 'outcome', rowNumber, from: 'in_flight', change: { state: 'rejected', httpStatus: 422 }, attempts: [attempt(422, 'rejected')], claimId }));
+    expect(await ledger.commitRowWrites(jobId, run, outcomes)).toEqual([{}, {}]);
+    expect(await ledger.commitRowWrites(jobId, run, outcomes)).toEqual([{}, {}]);
+    expect(await ledger.commitRowWrites(jobId, run, outcomes.map((o) => ({ ...o, claimId: claimId + 1000 })))).toEqual([{ lost: true }, { lost: true }]);
+    expect(await ledger.sql.value('SELECT COUNT(*) FROM attempts WHERE job_id = ?', [jobId])).toBe(2);
+    expect((await ledger.countsByState(jobId)).rejected).toBe(2);
   });
 });

@@ -10,21 +10,20 @@ import type pg from 'pg';
 import type { QuoteBatchError } from '../../errors.js';
 import type { AnnouncedSummary } from '../../partner/announced-limit.js';
 import type { AttemptRecord } from '../../partner/types.js';
-import { runSentBySearchAsync, sentByOtherJobSearch, type SentByQuery } from '../_sent-by.js';
-import { boundJson, boundKey, boundText, MAX_STORED_ID_CHARS } from '../limits.js';
+import { boundKey, boundText, MAX_STORED_ID_CHARS } from '../limits.js';
 import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from '../schema.js';
 import type {
-  AgentRecord, JobIdentity, JobRecord, RejectedRow, RowChange, RowWrite, RowWriteResult, RunRecord, RunSample, SentRow,
+  AgentRecord, JobIdentity, JobRecord, RejectedRow, RowChange, RunRecord, RunSample, SentRow,
 } from '../types.js';
-import { claimFrontierChunk, claimOpenChunk, fence, insertAttempts, insertRows, type ClaimedChunk, type IntakeLookups, type IntakeResult } from './claims.js';
+import { claimFrontierChunk, claimOpenChunk, insertAttempts, insertRows, type ClaimedChunk, type IntakeLookups, type IntakeResult } from './claims.js';
 import { openPool, pgFault, PgDb } from './db.js';
 import { parsePgTarget, type PgTarget } from './target.js';
 import { migrate } from './migrate.js';
+import { commitRowWritesOn, sentByOtherJobOn, writtenByOneStatement, type FencedRowResult, type FencedRowWrite } from './row-writes.js';
+
+export type { FencedRowWrite } from './row-writes.js';
 
 const now = (): string => new Date().toISOString();
-
-/** A write of a worker: to a row of a chunk it claimed, fenced by that claim. */
-export type FencedRowWrite = RowWrite & { claimId: number };
 
 export class PgLedger {
   readonly backend = 'postgres' as const;
@@ -265,79 +264,14 @@ export class PgLedger {
   // --- rows -------------------------------------------------------------------------------
 
   /**
-   * Commits a turn of a worker's writes in one transaction. Each is fenced by its row's claim: a
-   * write whose claim was lost changes nothing and says so (`lost`); a mark that is lost means the
-   * request must not leave.
+   * Commits a turn of a worker's writes in one transaction, a few statements whatever its size
+   * (`row-writes.ts`); a turn that one statement writes, by that statement alone. Each is fenced by its row's claim: a write whose claim was lost changes nothing
+   * and says so (`lost`); a mark that is lost means the request must not leave.
    */
-  async commitRowWrites(jobId: number, runId: number, writes: readonly FencedRowWrite[]): Promise<(RowWriteResult & { lost?: boolean })[]> {
-    return this.transaction(async (client) => {
-      const at = now();
-      const results: (RowWriteResult & { lost?: boolean })[] = [];
-      for (const write of writes) {
-        switch (write.kind) {
-          case 'mark': {
-            const marked = await this.#fenced(client, jobId, write, 'in_flight',
-              `UPDATE rows SET state = 'in_flight', agent_id = COALESCE($5, agent_id), request_json = $6, request_sha256 = $7, updated_at = $8`,
-              [boundText(write.agentId, MAX_STORED_ID_CHARS), boundJson(write.requestJson), write.requestSha256, at]);
-            if (marked !== 'applied') {
-              results.push(marked === 'lost' ? { lost: true } : {});
-              break;
-            }
-            const { lookup } = write;
-            const sent = lookup === undefined ? undefined : await this.#sentByOtherJob(client, jobId, lookup.environment, lookup.operation, lookup.rowKey);
-            if (sent !== undefined && lookup !== undefined) {
-              await this.#applyOutcome(client, jobId, runId, { kind: 'outcome', rowNumber: write.rowNumber, from: 'in_flight', change: lookup.sentBy(sent), attempts: [], claimId: write.claimId }, at);
-              results.push({ sent });
-            } else {
-              results.push({});
-            }
-            break;
-          }
-          case 'outcome':
-            results.push((await this.#applyOutcome(client, jobId, runId, write, at)) === 'lost' ? { lost: true } : {});
-            break;
-          case 'put_back': {
-            const put = await this.#fenced(client, jobId, write, write.change.state, 'UPDATE rows SET state = $5, attempts = attempts + $6, updated_at = $7',
-              [write.change.state, write.attempts.length, at]);
-            if (put === 'applied') await insertAttempts(client, jobId, runId, write.rowNumber, write.attempts, null);
-            results.push(put === 'lost' ? { lost: true } : {});
-            break;
-          }
-        }
-      }
-      return results;
-    });
-  }
-
-  /**
-   * A fenced update of one row (`update` sets, its parameters from `$5`): applied; or found already
-   * applied (the row is in `target` under this claim: a commit sent again after a cut connection);
-   * or lost (the claim is not this worker's any more).
-   */
-  async #fenced(client: pg.PoolClient, jobId: number, write: FencedRowWrite, target: RowState, update: string, params: unknown[]): Promise<'applied' | 'found' | 'lost'> {
-    const updated = await client.query(`${update} WHERE rows.job_id = $1 AND rows.row_number = $2 AND ${fence('$3')} AND ($4::text IS NULL OR rows.state = $4)`,
-      [jobId, write.rowNumber, write.claimId, write.from ?? null, ...params]);
-    if (updated.rowCount === 1) return 'applied';
-    if (write.from === undefined) return 'lost';
-    const now = await client.query<{ state: string }>(`SELECT state FROM rows WHERE job_id = $1 AND row_number = $2 AND ${fence('$3')}`, [jobId, write.rowNumber, write.claimId]);
-    return now.rows[0]?.state === target ? 'found' : 'lost';
-  }
-
-  async #applyOutcome(client: pg.PoolClient, jobId: number, runId: number, write: Extract<FencedRowWrite, { kind: 'outcome' }>, at: string): Promise<'applied' | 'found' | 'lost'> {
-    const { change } = write;
-    const applied = await this.#fenced(client, jobId, write, change.state,
-      `UPDATE rows SET state = $5, agent_id = COALESCE($6, agent_id), attempts = attempts + $7, http_status = $8, error_code = $9, error_message = $10,
-         transaction_id = $11, quote_number = $12, total_premium = $13, input_issues_json = COALESCE($14, input_issues_json),
-         request_json = COALESCE($15, request_json), response_json = $16, updated_at = $17, sent_by_job = $18, sent_by_row = $19`,
-      [
-        change.state, boundText(change.agentId ?? null, MAX_STORED_ID_CHARS), write.attempts.length, change.httpStatus ?? null,
-        boundText(change.errorCode ?? null, MAX_STORED_ID_CHARS), boundText(change.errorMessage ?? null),
-        boundText(change.transactionId ?? null, MAX_STORED_ID_CHARS), boundText(change.quoteNumber ?? null, MAX_STORED_ID_CHARS), change.totalPremium ?? null,
-        boundJson(change.inputIssuesJson ?? null), boundJson(change.requestJson ?? null), boundJson(change.responseJson ?? null), at,
-        change.sentBy?.job_id ?? null, change.sentBy?.row_number ?? null,
-      ]);
-    if (applied === 'applied') await insertAttempts(client, jobId, runId, write.rowNumber, write.attempts, null);
-    return applied;
+  async commitRowWrites(jobId: number, runId: number, writes: readonly FencedRowWrite[]): Promise<FencedRowResult[]> {
+    if (writes.length === 0) return [];
+    const write = (client: pg.PoolClient): Promise<FencedRowResult[]> => commitRowWritesOn(client, jobId, runId, writes, now());
+    return writtenByOneStatement(writes) ? this.#withClient(write) : this.transaction(write);
   }
 
   async recordAttempts(jobId: number, runId: number, rowNumber: number | null, attempts: readonly AttemptRecord[], agentEmail: string | null): Promise<void> {
@@ -356,22 +290,9 @@ export class PgLedger {
     return counts;
   }
 
-  async #sentByOtherJob(client: Pick<pg.PoolClient, 'query'>, jobId: number, environment: string, operation: string, rowKey: string): Promise<SentRow | undefined> {
-    const answer = async (q: SentByQuery): Promise<unknown> => (q.query === 'candidates'
-      ? (await client.query(
-        `SELECT r.job_id, r.row_number, r.state, r.error_message, r.sent_by_job, r.sent_by_row FROM rows r JOIN jobs j ON j.id = r.job_id
-          WHERE r.row_key = $1 AND r.job_id <> $2 AND j.environment = $3 AND j.operation = $4 AND r.row_key <> 'row-' || r.row_number
-            AND (r.state IN ('succeeded', 'in_doubt', 'in_flight') OR (r.state = 'duplicate' AND r.error_code = 'sent_by_other_job'))
-          ORDER BY r.job_id`, [q.key, q.jobId, q.environment, q.operation])).rows
-      : (await client.query(
-        'SELECT state, error_code, error_message, sent_by_job, sent_by_row FROM rows WHERE job_id = $1 AND row_number = $2 AND row_key IS NOT DISTINCT FROM $3',
-        [q.jobId, q.rowNumber, q.key])).rows[0]);
-    return runSentBySearchAsync(sentByOtherJobSearch(jobId, environment, operation, boundKey(rowKey) ?? rowKey), answer);
-  }
-
   /** See the SQLite ledger's `sentByOtherJob`. */
   async sentByOtherJob(jobId: number, environment: string, operation: string, rowKey: string): Promise<SentRow | undefined> {
-    return this.#withClient((client) => this.#sentByOtherJob(client, jobId, environment, operation, rowKey));
+    return this.#withClient((client) => sentByOtherJobOn(client, jobId, environment, operation, rowKey));
   }
 
   async hasOtherJob(jobId: number, environment: string, operation: string): Promise<boolean> {
