@@ -1,9 +1,10 @@
 /**
- * A worker's row writes on the PostgreSQL ledger: committed a turn at a time (as the SQLite row book
- * does), each fenced by its row's claim (`ledger/postgres/claims.ts`). A commit the database did not
- * answer (a connection cut, even during COMMIT) is sent again: each write names the state it expects
- * the row in, so a write that had in fact committed is found applied, not applied twice. Once the
- * worker's lease is lost, nothing more is written: a mark not made means the request does not leave.
+ * A worker's row writes on the PostgreSQL ledger: committed a batch at a time, marks and the rest
+ * each in a lane of their own ({@link CommitLane}), each write fenced by its row's claim
+ * (`ledger/postgres/claims.ts`). A commit the database did not answer (a connection cut, even
+ * during COMMIT) is sent again: each write names the state it expects the row in, so a write that
+ * had in fact committed is found applied, not applied twice. Once the worker's lease is lost,
+ * nothing more is written: a mark not made means the request does not leave.
  */
 import { FINAL_STATES, type RowState, type RowWrite, type RowWriteResult } from '../ledger/index.js';
 import type { ClaimedChunk } from '../ledger/postgres/claims.js';
@@ -22,6 +23,71 @@ interface Queued {
   reject: (e: unknown) => void;
 }
 
+interface Deferred {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
+function deferred(): Deferred {
+  let resolve = (): void => {};
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/**
+ * Writes committed one commit at a time: those queued during a commit go together in the next, as
+ * soon as it ends (group commit). A commit costs a few statements whatever its size
+ * (`ledger/postgres/row-writes.ts`), so a write waits for at most the commit under way and its own.
+ */
+class CommitLane {
+  #queue: Queued[] = [];
+  /** Settles when the writes in `#queue` are committed. */
+  #queued: Deferred | undefined;
+  /** The commit under way (it never rejects: each write's promise says how it went). */
+  #committing: Promise<void> | undefined;
+  #scheduled = false;
+
+  constructor(private readonly send: (batch: Queued[]) => Promise<void>) {}
+
+  push(item: Queued, urgent: boolean): void {
+    this.#queue.push(item);
+    this.#queued ??= deferred();
+    if (this.#committing !== undefined) return; // taken with the others queued when the commit under way ends
+    if (urgent) {
+      // Its request waits for it: committed once this tick's writes are queued.
+      process.nextTick(() => this.commit());
+    } else if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => this.commit());
+    }
+  }
+
+  commit(): void {
+    this.#scheduled = false;
+    if (this.#committing !== undefined || this.#queue.length === 0) return;
+    const batch = this.#queue;
+    const queued = this.#queued;
+    this.#queue = [];
+    this.#queued = undefined;
+    this.#committing = this.send(batch).finally(() => {
+      this.#committing = undefined;
+      queued?.resolve();
+      this.commit();
+    });
+  }
+
+  /** Settles once every write queued so far is committed (or given up). */
+  settledSoFar(): Promise<void> {
+    return this.#queued?.promise ?? this.#committing ?? Promise.resolve();
+  }
+
+  get idle(): boolean {
+    return this.#queued === undefined && this.#committing === undefined;
+  }
+}
+
 interface ChunkLeft {
   left: number;
   allGiven: boolean;
@@ -31,10 +97,14 @@ export class PgRowBook implements RowWriter {
   rowsDone = 0;
   readonly #claims = new Map<number, ClaimedChunk>();
   readonly #left = new Map<ClaimedChunk, ChunkLeft>();
-  #queue: Queued[] = [];
-  #scheduled = false;
-  #earlySpent = false;
-  #inFlight: Promise<void> = Promise.resolve();
+  /**
+   * Marks in a lane of their own: a request waits for its mark, and need not wait behind the outcomes
+   * of other rows. A row has one write outstanding at a time (the runner awaits each before the
+   * next), so the two lanes never reorder a row's writes.
+   */
+  readonly #marks = new CommitLane((batch) => this.#send(batch));
+  readonly #others = new CommitLane((batch) => this.#send(batch));
+  #chunksTold: Promise<void> = Promise.resolve();
   #leaseLost = false;
 
   constructor(
@@ -63,28 +133,13 @@ export class PgRowBook implements RowWriter {
     const chunk = this.#claims.get(write.rowNumber);
     if (this.#leaseLost || chunk === undefined) return Promise.resolve({ lost: true });
     return new Promise<Result>((resolve, reject) => {
-      this.#queue.push({ write: { ...write, claimId: chunk.claimId }, resolve, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(() => this.#commit());
-      }
-      if (urgent && !this.#earlySpent) {
-        this.#earlySpent = true;
-        process.nextTick(() => this.#commit());
-        setImmediate(() => {
-          this.#earlySpent = false;
-        });
-      }
+      (write.kind === 'mark' ? this.#marks : this.#others).push({ write: { ...write, claimId: chunk.claimId }, resolve, reject }, urgent);
     });
   }
 
-  /** Commits what is queued, one commit after another (the ledger's transactions do not overlap a row's). */
-  #commit(): void {
-    this.#scheduled = false;
-    const batch = this.#queue;
-    if (batch.length === 0) return;
-    this.#queue = [];
-    this.#inFlight = this.#inFlight.then(() => this.#send(batch));
+  /** Settles once every write queued so far is committed (or given up). */
+  #settledSoFar(): Promise<void> {
+    return Promise.all([this.#marks.settledSoFar(), this.#others.settledSoFar()]).then(() => {});
   }
 
   async #send(batch: Queued[]): Promise<void> {
@@ -109,10 +164,12 @@ export class PgRowBook implements RowWriter {
     }
   }
 
-  /** Waits for every write queued so far to be committed (or given up). */
+  /** Waits for every write queued so far to be committed (or given up), and the chunks done meanwhile to be told. */
   async flush(): Promise<void> {
-    this.#commit();
-    await this.#inFlight;
+    this.#marks.commit();
+    this.#others.commit();
+    while (!this.#marks.idle || !this.#others.idle) await this.#settledSoFar();
+    await this.#chunksTold;
   }
 
   /** The lease is lost: every write from now on (and those waiting) changes nothing. */
@@ -139,7 +196,8 @@ export class PgRowBook implements RowWriter {
     if (!left.allGiven || left.left > 0 || this.#leaseLost) return;
     this.#left.delete(chunk);
     // After the outcomes queued so far are committed: the chunk is done only once they are.
-    this.#inFlight = this.#inFlight.then(() => this.onChunkDone(chunk));
+    const told = this.#settledSoFar().then(() => this.onChunkDone(chunk));
+    this.#chunksTold = Promise.all([this.#chunksTold, told]).then(() => {});
   }
 
   putBack(from: RowState, to: RowState): void {

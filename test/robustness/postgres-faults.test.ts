@@ -62,8 +62,9 @@ describe('the PostgreSQL ledger when the database fails', () => {
     let result: CliResult | undefined;
     void run.done.then((r) => (result = r));
     try {
-      for (let i = 0; i < 40 && result === undefined; i += 1) {
-        await new Promise((resolve) => setTimeout(resolve, 150));
+      // Every 50 ms: a worker's writes are a statement or two per batch, so a connection is seldom caught busy.
+      for (let i = 0; i < 120 && result === undefined; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
         const ended = await admin.query<{ n: number }>(
           `SELECT COUNT(*)::int AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'quote-batch' AND state <> 'idle') k`, [db]);
         killed += ended.rows[0]?.n ?? 0;
