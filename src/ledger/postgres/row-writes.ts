@@ -8,9 +8,10 @@
  * marks, one query for their other-job checks, one UPDATE (inserting the attempts in the same
  * statement) for its outcomes and one for its put-backs, one SELECT for the writes not applied; each
  * a named statement, parsed and planned once per connection. A mark's request waits for its commit:
- * with a few statements per write, one worker on PostgreSQL sent 0.6-0.75 of what it sent on SQLite
- * (docs/ledger.md, "Performance"). A turn that writes a row twice (none does today: a row has one
- * write outstanding at a time) is written one write after another ({@link commitOneByOne}).
+ * with a few statements per write, one worker on PostgreSQL sent 0.6-0.75 of what it sent on
+ * SQLite (docs/ledger.md, "What a worker's writes cost"). A turn that writes a row twice (none does
+ * today: a row has one write outstanding at a time) is written one write after another
+ * ({@link commitOneByOne}).
  */
 import type pg from 'pg';
 import type { AttemptRecord } from '../../partner/types.js';
