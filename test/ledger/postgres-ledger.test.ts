@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
 import { PgLedger } from '../../src/ledger/postgres/ledger.js';
-import { commitOneByOne, type FencedRowWrite } from '../../src/ledger/postgres/row-writes.js';
+import { commitOneByOne, LEAD_LOCK_KEY, type FencedRowWrite } from '../../src/ledger/postgres/row-writes.js';
 import type { NewRow, RowChange, SentRow } from '../../src/ledger/index.js';
 import type { AttemptRecord } from '../../src/partner/types.js';
 import { STOPPED } from '../../src/pipeline/row-state.js';
@@ -176,5 +176,44 @@ describe('the PostgreSQL ledger', () => {
     expect(await ledger.commitRowWrites(jobId, run, outcomes.map((o) => ({ ...o, claimId: claimId + 1000 })))).toEqual([{ lost: true }, { lost: true }]);
     expect(await ledger.sql.value('SELECT COUNT(*) FROM attempts WHERE job_id = ?', [jobId])).toBe(2);
     expect((await ledger.countsByState(jobId)).rejected).toBe(2);
+  });
+  it('two jobs marking the same lead at once take turns: the second finds the first\'s mark and sends nothing', async () => {
+    const ledger = await open();
+    const reader = async (start: { rowNumber: number; offset: number; line: number }) => ({
+      rows: rows(start.rowNumber, 2).map((r) => ({ ...r, rowKey: `race-${r.rowKey}` })), end: { rowNumber: start.rowNumber + 2, offset: start.offset + 20, line: start.line + 2 }, eof: true,
+    });
+    const started = async (sha: string) => {
+      const jobId = (await ledger.joinOrCreateJob({ ...job, input_sha256: sha.repeat(64) }, 3, false)).job.id;
+      const runId = (await ledger.startWorker(jobId, '{}', 't', 60_000)).run.id;
+      const chunk = await ledger.claimChunk(jobId, runId, [], 'quote', STOPPED, reader);
+      return { jobId, runId, claimId: (chunk as NonNullable<typeof chunk>).claimId };
+    };
+    const first = await started('d');
+    const second = await started('e');
+    // The first job's mark of race-k1, its transaction still open (as PgLedger's own takes the lead's lock first).
+    const client = new pg.Client({ connectionString: url, options: '-c search_path=quote_batch' });
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`SELECT pg_advisory_xact_lock(${LEAD_LOCK_KEY}) FROM (VALUES ('uat', 'quote', 'race-k1')) AS l(environment, operation, row_key)`);
+      await client.query(`UPDATE rows SET state = 'in_flight' WHERE job_id = $1 AND row_number = 1`, [first.jobId]);
+      const sentBy = (s: SentRow): RowChange => ({ state: 'duplicate', errorCode: 'sent_by_other_job', errorMessage: `sent by job ${s.job_id}`, sentBy: { job_id: s.job_id, row_number: s.row_number } });
+      let settled = false;
+      const marking = ledger.commitRowWrites(second.jobId, second.runId, [{
+        kind: 'mark', rowNumber: 1, from: 'pending', agentId: null, requestJson: null, requestSha256: null, claimId: second.claimId,
+        lookup: { environment: 'uat', operation: 'quote', rowKey: 'race-k1', sentBy },
+      }]).finally(() => {
+        settled = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Waiting for the first job's commit: marked now, it would send the lead the first is sending.
+      expect(settled).toBe(false);
+      await client.query('COMMIT');
+      expect(await marking).toEqual([{ sent: { job_id: first.jobId, row_number: 1, state: 'in_flight' } }]);
+    } finally {
+      await client.end();
+    }
+    const [row] = await ledger.sql.all<{ state: string; error_code: string }>('SELECT state, error_code FROM rows WHERE job_id = $1 AND row_number = 1', [second.jobId]);
+    expect(row).toEqual({ state: 'duplicate', error_code: 'sent_by_other_job' });
   });
 });

@@ -4,8 +4,8 @@
  * and says so (`lost`). Each names the state it expects the row in, so that a turn sent again after a
  * cut connection finds it applied (`found`), not applied twice.
  *
- * A turn costs a few statements whatever its size ({@link commitBulk}): one fenced UPDATE for its
- * marks, one query for their other-job checks, one UPDATE (inserting the attempts in the same
+ * A turn costs a few statements whatever its size ({@link commitBulk}): the leads' locks, one fenced
+ * UPDATE for its marks, one query for their other-job checks, one UPDATE (inserting the attempts in the same
  * statement) for its outcomes and one for its put-backs, one SELECT for the writes not applied; each
  * a named statement, parsed and planned once per connection. A mark's request waits for its commit:
  * with a few statements per write, one worker on PostgreSQL sent 0.6-0.75 of what it sent on
@@ -55,8 +55,10 @@ export async function commitBulk(client: Client, jobId: number, runId: number, w
   const outcomes = writes.filter((w): w is Outcome => w.kind === 'outcome');
   const putBacks = writes.filter((w): w is PutBack => w.kind === 'put_back');
 
+  await lockLeads(client, marks);
   const marked = await markInFlight(client, jobId, marks, at);
-  // The other-job check, after the marks (a job running beside this one sees one or the other).
+  // The other-job check, after the marks: under the leads' locks, a job marking the same lead beside
+  // this one has committed its mark (this one finds it) or waits for this commit (and finds this one).
   const looked = marks.filter((m): m is Mark & { lookup: MarkLookup } => m.lookup !== undefined && marked.has(m.rowNumber));
   const sent = await sentByOtherJobMany(client, jobId, looked.map((m) => m.lookup));
   const sentOutcomes: Outcome[] = [];
@@ -74,6 +76,25 @@ export async function commitBulk(client: Client, jobId: number, runId: number, w
     if (!applied(w)) return found.has(w.rowNumber) ? {} : { lost: true };
     const s = w.kind === 'mark' ? sentOf.get(w.rowNumber) : undefined;
     return s === undefined ? {} : { sent: s };
+  });
+}
+
+/**
+ * Locks each lead a mark will look up (its environment, operation and key) until the transaction
+ * ends, in one order: two jobs marking the same lead at once take turns, so the second's other-job
+ * check sees the first's mark (under READ COMMITTED, an uncommitted mark is seen by no one).
+ */
+export const LEAD_LOCK_KEY = `hashtextextended(l.environment || chr(31) || l.operation || chr(31) || l.row_key, 0)`;
+
+async function lockLeads(client: Client, marks: readonly Mark[]): Promise<void> {
+  const lookups = marks.flatMap((m) => (m.lookup === undefined ? [] : [m.lookup]));
+  if (lookups.length === 0) return;
+  await client.query({
+    name: 'quote-batch.lock-leads',
+    text: `SELECT pg_advisory_xact_lock(k) FROM (
+        SELECT DISTINCT ${LEAD_LOCK_KEY} AS k FROM unnest($1::text[], $2::text[], $3::text[]) AS l(environment, operation, row_key) ORDER BY 1
+      ) keys`,
+    values: [lookups.map((l) => l.environment), lookups.map((l) => l.operation), lookups.map((l) => boundKey(l.rowKey))],
   });
 }
 
@@ -245,6 +266,7 @@ export async function sentByOtherJobMany(client: Client, jobId: number, lookups:
 
 /** A turn written one write after another (a row written twice in it); a few statements per write. */
 export async function commitOneByOne(client: Client, jobId: number, runId: number, writes: readonly FencedRowWrite[], at: string): Promise<FencedRowResult[]> {
+  await lockLeads(client, writes.filter((w): w is Mark => w.kind === 'mark'));
   const results: FencedRowResult[] = [];
   for (const write of writes) {
     switch (write.kind) {
