@@ -170,7 +170,7 @@ export interface ReportInvalidAgent {
 export interface ReportTiming {
   /** Job wall-clock time: `finished_at` (else the last row update) minus `created_at`, 3 decimals (as `job_summary`). */
   elapsed_seconds: number | null;
-  /** Sum over runs of `finished_at` (else last heartbeat) minus `started_at`: time spent working, 3 decimals. */
+  /** Time any run of the job was working: its runs' spans from `started_at` to `finished_at` (else the last heartbeat) together, the workers of a job running at once counted once; 3 decimals. */
   run_seconds: number;
   /** Rows in a state other than `pending`/`in_flight`. */
   rows_completed: number;

@@ -82,7 +82,9 @@ export function computeFiguresBySql(db: Db, jobId: number) {
 
   const runSeconds = one<number>(
     db,
-    `SELECT TOTAL((julianday(COALESCE(finished_at, heartbeat_at, started_at)) - julianday(started_at)) * 86400) FROM runs WHERE job_id = ?`,
+    // In milliseconds, as the ledger keeps times; the runs of these jobs do not overlap (workers at once count once).
+    `SELECT TOTAL((CAST(strftime('%s', COALESCE(finished_at, heartbeat_at, started_at)) AS INTEGER) * 1000 + CAST(substr(strftime('%f', COALESCE(finished_at, heartbeat_at, started_at)), 4) AS INTEGER))
+       - (CAST(strftime('%s', started_at) AS INTEGER) * 1000 + CAST(substr(strftime('%f', started_at), 4) AS INTEGER))) / 1000.0 FROM runs WHERE job_id = ?`,
     jobId,
   );
   const done = total - s('pending') - s('in_flight');

@@ -176,12 +176,25 @@ export async function readLatencies(db: SqlDb, jobId: number, kind: string): Pro
  */
 export async function readJobSeconds(db: SqlDb, jobId: number): Promise<{ elapsed: number | null; runs: number }> {
   const elapsed = await db.value<number | null>('SELECT duration_seconds FROM job_summary WHERE job_id = ?', [jobId]) ?? null;
-  const runs = await db.value<number>(
-    `SELECT COALESCE(SUM(${db.dialect.secondsBetween('started_at', 'COALESCE(finished_at, heartbeat_at, started_at)')}), 0)
+  const spans = await db.all<{ start_ms: number; end_ms: number }>(
+    `SELECT ${db.dialect.epochMs('started_at')} AS start_ms, ${db.dialect.epochMs('COALESCE(finished_at, heartbeat_at, started_at)')} AS end_ms
      FROM runs WHERE job_id = ?`,
     [jobId],
-  ) ?? 0;
-  return { elapsed, runs };
+  );
+  return { elapsed, runs: unionSeconds(spans.map((s) => [Number(s.start_ms), Number(s.end_ms)])) };
+}
+
+/** Seconds covered by the spans (epoch ms) together: the workers of a job run at once, and count once. */
+export function unionSeconds(spans: readonly (readonly [number, number])[]): number {
+  const sorted = [...spans].filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
+  let total = 0;
+  let end = Number.NEGATIVE_INFINITY;
+  for (const [start, stop] of sorted) {
+    if (stop <= end) continue;
+    total += stop - Math.max(start, end);
+    end = stop;
+  }
+  return total / 1000;
 }
 
 /** When the job's first and last done rows (`DONE_STATES`) were last changed, epoch ms; null without one. */
