@@ -32,6 +32,10 @@ export function createLogger(io: Io, options: { json: boolean; quiet?: boolean }
       if (options.quiet !== true) write('', message);
     },
     warn: (message) => write('warning: ', message),
-    error: (message) => write('error: ', message),
+    // An error's hint (what to do) on a line of its own, as the command line's own errors print it.
+    error: (message, fields) => {
+      write('error: ', message);
+      if (typeof fields?.hint === 'string' && fields.hint !== '') write('hint: ', fields.hint);
+    },
   };
 }

@@ -88,7 +88,8 @@ export const registerAgents: RegisterCommand = (program, ctx) => {
     if (ctx.jsonLog) logger.error(failure.message, { event: 'error', code: failure.code, hint: failure.hint, exit_code: exitCode });
     else ctx.io.err(`error: ${failure.message}\nhint: ${failure.hint}\n`);
     for (const r of failure.unanswered) {
-      logger.error(`${r.email}: no answer from the partner: ${r.message}`, { event: 'no_answer', code: failure.code, hint: failure.hint, exit_code: exitCode });
+      // The hint was said once above; JSON lines each carry it.
+      logger.error(`${r.email}: no answer from the partner: ${r.message}`, { event: 'no_answer', code: failure.code, hint: ctx.jsonLog ? failure.hint : undefined, exit_code: exitCode });
     }
   }
 };

@@ -53,7 +53,7 @@ describe('a base URL that never answered', () => {
     expect(ms).toBeLessThan(10_000);
     expect(result.code, result.stderr).toBe(3);
     const reason = `the base URL ${at(shown)} has not answered once in this run: ${at(why)}`;
-    expect(result.stderr).toContain(`error: halting: ${reason}\n`);
+    expect(result.stderr).toContain(`error: halting: ${reason}\nhint: ${at(hint)}`);
     expect(result.stdout).toContain(`exit 3: job not completed: ${reason}; fix the base URL (--base-url, --env, QUOTE_BATCH_*_URL or the config file), then run the same command again`);
     expect(result.stderr).not.toMatch(/looks down/);
     const view = readLedger(ledger);
