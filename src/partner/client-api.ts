@@ -169,9 +169,10 @@ export interface PartnerClient {
   announcedLimit(): AnnouncedSummary | null;
   /**
    * Where the limiter stands now, without taking a sample: requests allowed in flight, requests/s
-   * paced at (or null), and of that the rate learned from 429s (or null).
+   * paced at (or null), of that the rate learned from 429s (or null), and the partner's latency
+   * without a queue as the window measured it (or null).
    */
-  limiterState(): { limit: number; pace: number | null; learnedPace: number | null };
+  limiterState(): { limit: number; pace: number | null; learnedPace: number | null; baselineMs: number | null };
   /** This worker's share of its job's limit, when several workers share one (PostgreSQL ledger). */
   shareLimit(share: JobShare): void;
   /** Destroys the keep-alive sockets and stops probing. */

@@ -207,8 +207,8 @@ class GotPartnerClient implements PartnerClient {
     return this.#announced.summary();
   }
 
-  limiterState(): { limit: number; pace: number | null; learnedPace: number | null } {
-    return { limit: this.#limiter.limit, pace: this.#limiter.rate, learnedPace: this.#limiter.learnedRate ?? this.#limiter.rate };
+  limiterState(): { limit: number; pace: number | null; learnedPace: number | null; baselineMs: number | null } {
+    return { limit: this.#limiter.limit, pace: this.#limiter.rate, learnedPace: this.#limiter.learnedRate ?? this.#limiter.rate, baselineMs: this.#limiter.baselineMs ?? null };
   }
 
   shareLimit(share: JobShare): void {

@@ -26,7 +26,10 @@ function parseEntries(stateJson: string | null): Map<string, WorkerLimit> {
   for (const [runId, value] of Object.entries(parsed as Record<string, unknown>)) {
     const v = value as Partial<WorkerLimit> | null;
     if (v === null || typeof v.limit !== 'number' || !(v.limit > 0) || typeof v.at !== 'number') continue;
-    entries.set(runId, { limit: v.limit, pace: typeof v.pace === 'number' && v.pace > 0 ? v.pace : null, at: v.at });
+    entries.set(runId, {
+      limit: v.limit, pace: typeof v.pace === 'number' && v.pace > 0 ? v.pace : null, at: v.at,
+      baselineMs: typeof v.baselineMs === 'number' && v.baselineMs > 0 ? v.baselineMs : null,
+    });
   }
   return entries;
 }
@@ -75,8 +78,8 @@ export class SharedLimit {
   async #tick(): Promise<void> {
     const sending = this.sending();
     if (sending) {
-      const { limit, learnedPace } = this.client.limiterState();
-      await this.ledger.publishLimit(this.jobId, this.runId, JSON.stringify({ limit, pace: learnedPace }));
+      const { limit, learnedPace, baselineMs } = this.client.limiterState();
+      await this.ledger.publishLimit(this.jobId, this.runId, JSON.stringify({ limit, pace: learnedPace, baselineMs }));
     }
     const { pausedUntil, stateJson, nowMs } = await this.ledger.sharedLimit(this.jobId);
     const entries = parseEntries(stateJson);

@@ -18,10 +18,22 @@ describe('jobShare: each worker paces at an even share of what the live workers 
     { name: 'nobody', others: [], own: undefined, share: { workers: 1, pace: null, limit: null } },
   ])('$name', ({ others, own, share }) => {
     const got = jobShare(others, own, NOW);
+    expect(got.baselineMs).toBeNull();
     expect(got.workers).toBe(share.workers);
     expect(got.limit).toBe(share.limit);
     if (share.pace === null) expect(got.pace).toBeNull();
     else expect(got.pace).toBeCloseTo(share.pace, 9);
+  });
+});
+
+describe('jobShare: the partner\'s latency without a queue is the lowest any live worker measured', () => {
+  it.each([
+    { name: 'a worker that came later measured the others\' queue', others: [{ ...w(null), baselineMs: 200 }, { ...w(null), baselineMs: 260 }], own: { ...w(null), baselineMs: 410 }, baselineMs: 200 },
+    { name: 'one has not measured yet', others: [{ ...w(null), baselineMs: null }], own: { ...w(null), baselineMs: 230 }, baselineMs: 230 },
+    { name: 'a stopped worker\'s is not kept', others: [{ ...w(null, 8, LIVE_MS + 1), baselineMs: 150 }], own: { ...w(null), baselineMs: 230 }, baselineMs: 230 },
+    { name: 'none measured', others: [w(12)], own: w(14), baselineMs: null },
+  ])('$name', ({ others, own, baselineMs }) => {
+    expect(jobShare(others, own, NOW).baselineMs).toBe(baselineMs);
   });
 });
 
@@ -44,25 +56,48 @@ describe('AdaptiveLimiter.share', () => {
     const limiter = new AdaptiveLimiter({ ceiling: 32 });
     limiter.announceCeiling(40);
     expect(limiter.rate).toBe(40);
-    limiter.share({ workers: 4, pace: null, limit: null });
+    limiter.share({ workers: 4, pace: null, limit: null, baselineMs: null });
     expect(limiter.rate).toBe(10);
     limiter.announceCeiling(20);
     expect(limiter.rate).toBe(5);
-    limiter.share({ workers: 1, pace: null, limit: null });
+    limiter.share({ workers: 1, pace: null, limit: null, baselineMs: null });
     expect(limiter.rate).toBe(20);
   });
 
   it('takes the even share of a learned pace, its cubic scaled with it', () => {
     const limiter = new AdaptiveLimiter({ ceiling: 32, pace: 12 });
     expect(limiter.learnedRate).toBe(12);
-    limiter.share({ workers: 3, pace: 10, limit: 8 });
+    limiter.share({ workers: 3, pace: 10, limit: 8, baselineMs: null });
     expect(limiter.rate).toBe(10);
     expect(limiter.paceMemory().lastMaxRate).toBeCloseTo(10, 9);
   });
 
+  it('measures its queue from the job\'s baseline when that is lower than its own, never higher', async () => {
+    const clock = { t: 0, now: () => clock.t, schedule: (run: () => void, ms: number) => { const h = setTimeout(run, ms); return () => clearTimeout(h); } };
+    const limiter = new AdaptiveLimiter({ ceiling: 8, initialWindow: 8, clock });
+    // Rounds of answers at 400 ms: this worker's baseline is 400 (the other workers' queue included).
+    for (let round = 0; round < 3; round += 1) {
+      const slots = [];
+      for (let i = 0; i < 16; i += 1) {
+        const slot = await limiter.acquire();
+        if (slot === 'aborted') throw new Error('aborted');
+        slot.sent();
+        slots.push(slot);
+        if (slots.length >= 8) (slots.shift() as typeof slot).release({ latencyMs: 400, signal: 'ok' });
+        clock.t += 50;
+      }
+      for (const slot of slots) slot.release({ latencyMs: 400, signal: 'ok' });
+    }
+    expect(limiter.baselineMs).toBe(400);
+    limiter.share({ workers: 3, pace: null, limit: null, baselineMs: 500 });
+    expect(limiter.baselineMs).toBe(400);
+    limiter.share({ workers: 3, pace: null, limit: null, baselineMs: 200 });
+    expect(limiter.baselineMs).toBe(200);
+  });
+
   it('leaves a limiter that has learned no pace unpaced', () => {
     const limiter = new AdaptiveLimiter({ ceiling: 32 });
-    limiter.share({ workers: 3, pace: 10, limit: 8 });
+    limiter.share({ workers: 3, pace: 10, limit: 8, baselineMs: null });
     expect(limiter.rate).toBeNull();
   });
 });

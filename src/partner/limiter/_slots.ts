@@ -72,6 +72,8 @@ export interface ConcurrencyLimiter {
   share?(share: JobShare): void;
   /** The rate a pace learned from 429s, or null. */
   readonly learnedRate?: number | null;
+  /** The partner's latency without a queue as the window measures it, ms, or null. */
+  readonly baselineMs?: number | null;
 }
 
 /**

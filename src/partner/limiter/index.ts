@@ -109,6 +109,10 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     this.#queue.dispatch();
   }
 
+  get baselineMs(): number | null {
+    return this.#window.baselineMs ?? null;
+  }
+
   /** The rate the pace learned from 429s (not the announced ceiling), or null. */
   get learnedRate(): number | null {
     return this.#pace.rate;
@@ -116,7 +120,8 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
 
   /**
    * This worker's share of the job's limit (`share.ts`): an announced rate is divided among the
-   * workers, and a learned pace becomes the even share, its cubic scaled with it.
+   * workers, a learned pace becomes the even share (its cubic scaled with it), and the window measures
+   * its queue from the job's baseline.
    */
   share(share: JobShare): void {
     this.#workers = Math.max(1, share.workers);
@@ -124,6 +129,9 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     if (share.pace !== null && own !== null && share.pace > 0) {
       this.#pace = { ...this.#pace, rate: share.pace, lastMaxRate: (this.#pace.lastMaxRate * share.pace) / own };
     }
+    // The job's baseline (the lowest any worker measured) when this worker's is higher.
+    const base = this.#window.baselineMs;
+    if (share.baselineMs !== null && base !== undefined && share.baselineMs < base) this.#window = { ...this.#window, baselineMs: share.baselineMs };
     this.announceCeiling(this.#announced);
   }
 

@@ -14,6 +14,8 @@ export interface WorkerLimit {
   limit: number;
   /** Requests/s it paces at; null when it does not pace (its window binds, or it has met no 429). */
   pace: number | null;
+  /** The partner's latency without a queue as it measured it, ms; null before it has. */
+  baselineMs?: number | null;
   /** When it published, ms (the database's clock). */
   at: number;
 }
@@ -28,6 +30,12 @@ export interface JobShare {
   pace: number | null;
   /** The window a worker that joins starts from (the largest of the live workers'). */
   limit: number | null;
+  /**
+   * The partner's latency without a queue: the lowest the live workers measured. They share one
+   * queue at the partner, so a worker that came later, or whose baseline drifted up, would take the
+   * others' queue for the partner's own latency and keep it full (TCP Vegas's persistent queue).
+   */
+  baselineMs: number | null;
 }
 
 /** Each worker's share, from every worker's last word (`own` is this worker's, or undefined before it has any). */
@@ -37,13 +45,14 @@ export function jobShare(others: readonly WorkerLimit[], own: WorkerLimit | unde
   const limit = live.length === 0 ? null : Math.max(...live.map((w) => w.limit));
   const paces = live.map((w) => w.pace);
   const pace = live.length > 0 && paces.every((p): p is number => p !== null && p > 0) ? paces.reduce((a, b) => a + b, 0) / workers : null;
-  return { workers, pace, limit };
+  const baselines = live.flatMap((w) => (typeof w.baselineMs === 'number' && w.baselineMs > 0 ? [w.baselineMs] : []));
+  return { workers, pace, limit, baselineMs: baselines.length === 0 ? null : Math.min(...baselines) };
 }
 
 /** Where a worker that joins starts: its share of what the live workers pace at together, when they all pace. */
 export function joiningShare(others: readonly WorkerLimit[], now: number): JobShare {
   const live = others.filter((w) => now - w.at <= LIVE_MS);
-  const { pace, limit } = jobShare(live, undefined, now);
+  const { pace, limit, baselineMs } = jobShare(live, undefined, now);
   const workers = live.length + 1;
-  return { workers, pace: pace === null ? null : (pace * live.length) / workers, limit };
+  return { workers, pace: pace === null ? null : (pace * live.length) / workers, limit, baselineMs };
 }
