@@ -18,6 +18,11 @@
 //      accepted requests 0.2–0.5 while all three run
 //   flaky  10% of answers 500/503 and 5% 429 (Retry-After: 1) at random whatever the load, 50 ms,
 //      2,000 rows, c=32: --adaptive within 1.2× of --no-adaptive's time
+//   announced  a cap of 40/s, 200 ms log-normal, 2,000 rows, c=32, announcing nothing, then its limit
+//      in each style (kong, ietf, x-ratelimit), one after the other (issue 34): each style ≥ 0.95 of
+//      the cap, ≤ 1% of quotes answered 429 (the sandbox's count), never distrusted
+//   announced-liar  the same cap announced as 2.5 times itself (ietf): ≥ 0.9 of the real 40/s, ≤ 5%
+//      answered 429, and the warning that the limit is not kept to
 //
 // Figures come from the run's ledger (attempts, and the per-second run_samples) and from the
 // sandbox's GET /__sandbox/stats (per-second counts, its own latency percentiles). A chart per
@@ -70,6 +75,25 @@ export const PROFILES = [
     sandbox: ['--fail-rate', '0.1', '--throttle-rate', '0.0556', '--retry-after', '1', '--latency-ms', '50'],
     concurrency: 32, rows: { full: 2000, quick: 2000 }, capS: 300, reference: { value: 640, label: 'ceiling 640/s' },
   },
+  {
+    // Issue 34: the same cap of 40/s announcing nothing, then in each style, one after the other in one run.
+    id: 'announced', title: 'cap 40/s, announced', kind: 'announced',
+    sandbox: ['--rps-cap', '40', '--rps-mode', 'window', '--latency-ms', '200', '--latency-sigma', '0.25', '--retry-after', '1'],
+    variants: [
+      { id: 'none', flags: [] },
+      { id: 'kong', flags: ['--announce-limit', 'kong'] },
+      { id: 'ietf', flags: ['--announce-limit', 'ietf'] },
+      { id: 'x-ratelimit', flags: ['--announce-limit', 'x-ratelimit'] },
+    ],
+    concurrency: 32, rows: { full: 2000, quick: 1000 }, capS: 240, reference: { value: 40, label: 'cap 40/s' },
+  },
+  {
+    id: 'announced-liar', title: 'cap 40/s, announced as 100/s (--announce-factor 2.5)', kind: 'announced',
+    sandbox: ['--rps-cap', '40', '--rps-mode', 'window', '--latency-ms', '200', '--latency-sigma', '0.25', '--retry-after', '1',
+      '--announce-limit', 'ietf', '--announce-factor', '2.5'],
+    variants: [{ id: 'ietf', flags: [] }],
+    concurrency: 32, rows: { full: 2000, quick: 1000 }, capS: 240, reference: { value: 40, label: 'cap 40/s (announced 100/s)' },
+  },
 ];
 
 /**
@@ -86,6 +110,7 @@ export function readSandboxStats(body) {
       : null,
     quoteLatencyMs: latency === null ? null : { p50: latency.p50 ?? null, p90: latency.p90 ?? null, p99: latency.p99 ?? null },
     operations: body.operations,
+    faults: body.faults ?? null,
   };
 }
 
@@ -117,7 +142,10 @@ function readTimeline(db, jobId, runId, firstMs) {
       source: 'run_samples',
       points: samples.map((s, i) => {
         const seconds = Math.max(0.001, (s.elapsed_ms - (i === 0 ? 0 : samples[i - 1].elapsed_ms)) / 1000);
-        return { t: s.elapsed_ms / 1000, limit: s.concurrency_limit, inFlight: s.in_flight, rowsPerS: s.rows_done / seconds, throttledPerS: s.throttled / seconds, pace: s.pace_rate ?? null };
+        return {
+          t: s.elapsed_ms / 1000, limit: s.concurrency_limit, inFlight: s.in_flight, rowsPerS: s.rows_done / seconds, throttledPerS: s.throttled / seconds,
+          pace: s.pace_rate ?? null, announced: s.announced_rate ?? null,
+        };
       }),
     };
   }
@@ -245,6 +273,10 @@ function evaluate(profile, m, addFigure) {
         note: `${early} of them sent in the first 2 s` });
       break;
     }
+    case 'announced':
+    case 'announced-liar':
+      evaluateAnnounced(profile, m, addFigure, note);
+      break;
     case 'three': {
       const f = sharedCapFigures(m.runs, 40);
       const runs = m.runs.map((r) => `${r.ledger.rows} rows ${JSON.stringify(r.ledger.states)} in ${round(r.windowS, 1)} s`).join('; ');
@@ -255,6 +287,34 @@ function evaluate(profile, m, addFigure) {
       addFigure({ id: `${id}.maxShare`, label: 'partner three: largest share of the accepted requests while all three run', value: Math.max(...f.shares), digits: 3, target: { op: '<=', value: 0.5 } });
       break;
     }
+  }
+}
+
+/**
+ * Issue 34: the share of 40/s accepted, the share of quotes the partner answered 429 (its own count)
+ * and whether the run said it distrusts what the partner announces. An honest announcement must not
+ * be distrusted; one of 2.5 times the cap must be.
+ */
+function evaluateAnnounced(profile, m, addFigure, note) {
+  const v = m.variant;
+  const id = `partner.${profile.id}.${v.id}`;
+  const name = profile.id === 'announced-liar' ? 'partner announced 2.5× (ietf)' : `partner announced ${v.id}`;
+  const accepted = m.attempts.n - m.attempts.throttled;
+  const quote = m.stats.operations?.quote ?? { received: 0, statuses: {} };
+  const partnerShare = quote.received > 0 ? (quote.statuses?.['429'] ?? 0) / quote.received : null;
+  const warned = /that limit is not kept to/.test(m.result.stderr);
+  const paced = m.timeline.points.filter((p) => p.announced !== null && p.pace !== null && Math.abs(p.pace - p.announced) < 0.01).length;
+  const details = `${note}; partner: ${quote.received} quotes received, ${quote.statuses?.['429'] ?? 0} answered 429 (faults.rpsCapped ${m.stats.faults?.rpsCapped ?? '?'}), `
+    + `client: ${m.attempts.quotesThrottled} of ${m.attempts.quotes} quote attempts 429; paced at the announced rate in ${paced} of ${m.timeline.points.length} s; exit ${m.result.exitCode}`;
+  const honest = profile.id === 'announced';
+  addFigure({ id: `${id}.capRatio`, label: `${name}: accepted requests/s ÷ cap 40`, value: accepted / m.windowS / 40, digits: 3,
+    target: v.id === 'none' ? undefined : { op: '>=', value: honest ? 0.95 : 0.9 }, note: details });
+  addFigure({ id: `${id}.throttledShare`, label: `${name}: share of quotes answered 429 (the partner's count)`, value: partnerShare, digits: 4,
+    target: v.id === 'none' ? undefined : { op: '<=', value: honest ? 0.01 : 0.05 } });
+  if (v.id !== 'none') {
+    addFigure({ id: `${id}.distrusted`, label: `${name}: the run warned the limit is not kept to (1 yes, 0 no)`, value: warned ? 1 : 0,
+      target: { op: honest ? '<=' : '>=', value: honest ? 0 : 1 },
+      note: warned ? (m.result.stderr.split('\n').find((l) => /not kept to/.test(l)) ?? '').slice(0, 400) : undefined });
   }
 }
 
@@ -286,8 +346,13 @@ export async function benchPartner({ file, agentsFile, quick, addFigure, details
   details.partner = {};
   // QB_PARTNER_PROFILES=leaky,three runs only those profiles.
   const wanted = process.env.QB_PARTNER_PROFILES?.split(',').filter(Boolean);
-  for (const profile of PROFILES.filter((p) => wanted === undefined || wanted.includes(p.id))) {
-    const m = await measureProfile(profile, { file, agentsFile, quick, log });
+  // A profile with variants (the same partner announcing its limit in each style) measures each in turn.
+  const measurements = PROFILES.filter((p) => wanted === undefined || wanted.includes(p.id)).flatMap((p) => (p.variants === undefined
+    ? [{ profile: p, key: p.id }]
+    : p.variants.map((variant) => ({ profile: { ...p, sandbox: [...p.sandbox, ...variant.flags], title: `${p.title} (${variant.id})` }, key: `${p.id}-${variant.id}`, variant }))));
+  for (const { profile, key, variant } of measurements) {
+    const m = await measureProfile(profile, { file, agentsFile, quick, log, label: key });
+    m.variant = variant;
     evaluate(profile, m, addFigure);
     const entry = {
       rows: m.rows, sandboxFlags: profile.sandbox, concurrency: profile.concurrency, states: m.ledger.states,
@@ -311,8 +376,8 @@ export async function benchPartner({ file, agentsFile, quick, addFigure, details
       entry.noAdaptive = { states: fixed.ledger.states, wallS: round(fixed.result.wallS, 2), exitCode: fixed.result.exitCode };
     }
     if (m.runs.length > 1) entry.runs = m.runs.map((r) => ({ states: r.ledger.states, attempts: r.attempts, windowS: round(r.windowS, 2), exitCode: r.result.exitCode }));
-    details.partner[profile.id] = entry;
-    charts.push({ id: profile.id, svg: renderTimelineChart({ title: profile.title, points: m.timeline.points, reference: profile.reference }) });
+    details.partner[key] = entry;
+    charts.push({ id: key, svg: renderTimelineChart({ title: profile.title, points: m.timeline.points, reference: profile.reference }) });
   }
   await writeCharts(charts, log);
 }
