@@ -109,6 +109,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
     this.#queue.dispatch();
   }
 
+  /** The partner's latency without a queue as the window measures it, ms; null before it has. */
   get baselineMs(): number | null {
     return this.#window.baselineMs ?? null;
   }
