@@ -25,6 +25,8 @@ const DEFAULT_AGENT_ID_PATH = 'channel.agent_id';
 interface Scope {
   /** Index variables of the enclosing numbered groups and their values. */
   vars: ReadonlyMap<string, number>;
+  /** In a group's first member with `first_without:`: index variable → the text its columns lack. */
+  drops: ReadonlyMap<string, string>;
   /** Inside an `each` group: sources read the element. */
   inEach: boolean;
   /** Inside any group (`required: first` applies). */
@@ -65,7 +67,7 @@ export function compilePlan(spec: MappingFile, problems: MappingProblems, lineOf
     }
   }
   const compiler = new Compiler(problems, lineOf, defaults);
-  const rootScope: Scope = { vars: new Map(), inEach: false, inGroup: false, schema: undefined, label: '', sourceBase: '' };
+  const rootScope: Scope = { vars: new Map(), drops: new Map(), inEach: false, inGroup: false, schema: undefined, label: '', sourceBase: '' };
   const root = compiler.compileInstance(spec.fields, spec.groups ?? [], undefined, { ...rootScope, schema: rootSchema() }, []);
 
   // The agent e-mail and a row key given as a source are fields outside the request.
@@ -140,6 +142,7 @@ class Compiler {
     at: YamlPath,
   ): InstancePlan {
     const plans: FieldPlan[] = [];
+    const fieldAts = new Map<FieldPlan, YamlPath>();
     const seen = new Set<string>();
     for (const [targetText, spec] of Object.entries(fields)) {
       const fieldAt = [...at, 'fields', targetText];
@@ -162,7 +165,10 @@ class Compiler {
         continue;
       }
       const plan = this.compileField(spec, scope, fieldAt, normalized, target, lookup?.ok === true ? lookup.kind : 'any', lookup?.ok === true ? lookup.schema : undefined);
-      if (plan !== undefined) plans.push(plan);
+      if (plan !== undefined) {
+        plans.push(plan);
+        fieldAts.set(plan, fieldAt);
+      }
     }
     // Whole objects first, so a pass-through object receives the fields mapped inside it;
     // otherwise the file's order, which is the order a user reads in `preview`.
@@ -172,6 +178,7 @@ class Compiler {
       const plan = this.compileGroup(group, scope, [...at, 'groups', i]);
       if (plan !== undefined) groupPlans.push(plan);
     });
+    for (const plan of plans) this.checkElementField(plan, groupPlans, fieldAts.get(plan) ?? at);
     const trace: TraceEntry[] = plans.map((p) => ({
       target: p.targetText, sources: p.sources, relative: p.relative, kind: p.kind, isPass: p.isPass,
     }));
@@ -223,6 +230,32 @@ class Compiler {
     };
   }
 
+  /**
+   * A field written into one element of a list a group fills (`application.drivers[0].name.first_name`
+   * beside a group over `application.drivers`) must not fill what the group fills too: it is applied
+   * after the group and would overwrite whoever the group put at that position (the list is packed),
+   * one person's name with another's contact data. Members the group leaves empty may be filled so.
+   */
+  checkElementField(plan: FieldPlan, groups: readonly GroupPlan[], at: YamlPath): void {
+    const index = plan.target.findIndex((segment) => typeof segment === 'number');
+    if (index < 0) return;
+    const listText = formatSegments(plan.target.slice(0, index));
+    const restText = formatSegments(plan.target.slice(index + 1));
+    for (const group of groups) {
+      if (group.targetText !== listText) continue;
+      const first = group.instances[0];
+      if (first === undefined) continue;
+      const clashes = first.trace.filter((entry) => entry.target !== '#key' && pathsOverlap(entry.target, restText));
+      if (clashes.length === 0) continue;
+      const theirs = clashes.map((entry) => `${entry.target}${entry.sources.length === 0 ? '' : ` from ${entry.sources.join(', ')}`}`).join('; ');
+      const mine = plan.sources.length === 0 ? 'a constant' : plan.sources.join(', ');
+      this.problems.add(at,
+        `filled twice: here (from ${mine}) and by the group over ${listText} (${theirs}); applied after the group, this field would overwrite whichever element the group put at [${String(plan.target[index])}], mixing two people`,
+        `if ${mine} is the list's first member, read it in the group with \`first_without:\` (docs/mapping.md, "An unnumbered first member")`,
+        true);
+    }
+  }
+
   compileGroup(group: GroupSpec, scope: Scope, at: YamlPath): GroupPlan | undefined {
     let target: PathSegment[];
     try {
@@ -252,6 +285,10 @@ class Compiler {
       this.problems.add([...at, 'each'], 'a group is either numbered (index/count) or repeats over a source array (each), not both');
       return undefined;
     }
+    if (group.first_without !== undefined && !numbered) {
+      this.problems.add([...at, 'first_without'], '`first_without:` belongs to a numbered group (index/count)', 'e.g. `index: n`, `count: 4`, `first_without: "Driver {n} "`');
+      return undefined;
+    }
     if (!numbered && group.each === undefined) {
       this.problems.add([...at, 'target'], 'a group needs `index:` and `count:` (numbered columns) or `each:` (an NDJSON array)',
         'for driver1_* … driver4_* columns write `index: n` and `count: 4`', true);
@@ -275,12 +312,21 @@ class Compiler {
           `e.g. key: driver{${group.index}}_first_name`);
         return undefined;
       }
+      const drop = group.first_without;
+      if (drop !== undefined && !drop.includes(`{${group.index}}`)) {
+        this.problems.add([...at, 'first_without'], `"${drop}" does not contain {${group.index}}`,
+          `it is the text member 1's columns lack, number included: e.g. first_without: "Driver {${group.index}} " for First Name, Driver 2 First Name…`);
+        return undefined;
+      }
       const instances: InstancePlan[] = [];
       const start = group.start ?? 1;
       for (let n = start; n < start + group.count; n += 1) {
         const vars = new Map(scope.vars).set(group.index, n);
+        // The first member's columns are written without the number (First Name, then Driver 2 First Name…).
+        const drops = new Map(scope.drops);
+        if (drop !== undefined && n === start) drops.set(group.index, drop);
         const problemsBefore = this.problems.count;
-        instances.push(this.compileInstance(group.fields, groups, group.key, { ...scope, vars, inGroup: true, schema: elementSchema, label }, at));
+        instances.push(this.compileInstance(group.fields, groups, group.key, { ...scope, vars, drops, inGroup: true, schema: elementSchema, label }, at));
         // One mistake in the group's fields would otherwise be reported once per number.
         if (this.problems.count > problemsBefore) break;
       }
@@ -292,13 +338,21 @@ class Compiler {
     this.usesEach = true;
     const sourceBase = `${this.sourcePattern(eachReader.text, scope, eachReader.relative)}[]`;
     const instance = this.compileInstance(group.fields, groups, group.key,
-      { vars: scope.vars, inEach: true, inGroup: true, schema: elementSchema, label, sourceBase }, at);
+      { vars: scope.vars, drops: scope.drops, inEach: true, inGroup: true, schema: elementSchema, label, sourceBase }, at);
     return { target, targetText, instances: [instance], each: { read: eachReader.read, text: eachReader.text, relative: eachReader.relative } };
   }
 
   /** Replaces `{n}` of the enclosing groups; reports any `{x}` left over in a name. */
   expand(text: string, scope: Scope, at: YamlPath, isTemplate = false): string | undefined {
     let out = text;
+    for (const [name, drop] of scope.drops) {
+      out = out.split(drop).join('');
+      if (out.includes(`{${name}}`)) {
+        this.problems.add(at, `"${text}" does not contain "${drop}" (first_without): the group's first member cannot read it`,
+          `every column, template and key of the group holds that text, e.g. "${drop}Phone" is read as ${JSON.stringify(`${drop}Phone`.split(drop).join(''))} for member 1`);
+        return undefined;
+      }
+    }
     for (const [name, value] of scope.vars) out = out.split(`{${name}}`).join(String(value));
     if (!isTemplate && /[{}]/.test(out)) {
       const names = [...scope.vars.keys()];
@@ -428,6 +482,13 @@ class Compiler {
       knownText: knownList === undefined ? '' : knownList.join(', '),
     };
   }
+}
+
+/** Two request paths relative to one element where one is the other or lies inside it (`name` and `name.first_name`). */
+function pathsOverlap(a: string, b: string): boolean {
+  if (a === '' || b === '' || a === b) return true;
+  const inside = (outer: string, inner: string): boolean => inner.startsWith(`${outer}.`) || inner.startsWith(`${outer}[`);
+  return inside(a, b) || inside(b, a);
 }
 
 /** Fields sharing a parent object share its slot, so a row finds each parent object once. */

@@ -73,6 +73,7 @@ export interface GroupSpec {
   index?: string | undefined;
   start?: number | undefined;
   count?: number | undefined;
+  first_without?: string | undefined;
   each?: string | undefined;
   key: string | string[];
   fields: Record<string, FieldSpec>;
@@ -86,6 +87,8 @@ export const GroupSpec: z.ZodType<GroupSpec> = z.lazy(() =>
       .describe('Index letter of numbered columns (n in driver{n}_dob).'),
     start: z.number().int().nonnegative().optional().describe('First number of the index (default 1).'),
     count: z.number().int().positive().max(1000).optional().describe('How many numbered groups the file has (driver1…driver4: count 4).'),
+    first_without: z.string().min(1).optional()
+      .describe('The first member\'s columns are named without this text, which holds {n}: with "Driver {n} ", member 1 reads First Name where member 2 reads Driver 2 First Name.'),
     each: z.string().min(1).optional().describe('(NDJSON) a list in the record: one request element per item.'),
     key: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)])
       .describe('The column (with each: the path in the item) that must have a value for the element to exist; a list: any of them.'),
@@ -143,7 +146,7 @@ export type MappingFile = z.infer<typeof MappingFile>;
 /** Keys allowed in each kind of object, for did-you-mean hints on unknown keys. */
 export const ALLOWED_KEYS = {
   field: Object.keys(fieldObject.shape),
-  group: ['target', 'index', 'start', 'count', 'each', 'key', 'fields', 'groups'],
+  group: ['target', 'index', 'start', 'count', 'first_without', 'each', 'key', 'fields', 'groups'],
   top: Object.keys(MappingFile.shape),
   input: ['format', 'delimiter'],
   defaults: ['zone', 'pivot_year', 'decimal_mark', 'empty'],
@@ -192,5 +195,7 @@ export const KEY_HINTS: Readonly<Record<string, string>> = {
   columns: 'several columns are combined with `template: "{a} {b}"`',
   repeat: 'a numbered group is written `index: n`, `count: 4`',
   range: 'a numbered group is written `index: n`, `count: 4`',
+  unnumbered: 'a first member whose columns have no number is written `first_without: "Driver {n} "`',
+  first_unnumbered: 'a first member whose columns have no number is written `first_without: "Driver {n} "`',
   mapping: 'request paths go under `fields:`',
 };

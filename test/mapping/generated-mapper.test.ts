@@ -93,10 +93,10 @@ groups:
     start: 2
     key: d{n}
     fields:
-      name.first_name: d{n}
-      name.last_name: { column: "e{n}", case: upper }
-      dob: { column: c, type: date, format: D.M.YY }
-      marital_status: { column: "e{n}", map: { S: single }, on_miss: keep }
+      name.middle_name: d{n}
+      name.suffix: { column: "e{n}", case: upper }
+      prior_insurance.effective_date: { column: c, type: date, format: D.M.YY }
+      relation_to_pni: { column: "e{n}", map: { S: spouse }, on_miss: keep }
     groups:
       - target: incident_history
         index: m

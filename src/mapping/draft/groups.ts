@@ -6,7 +6,7 @@ import { matchName } from './names.js';
  */
 
 /** Marks a group's number in a column template: `mark(0)` is the outer group's, `mark(1)` the nested one's. */
-function mark(level: number): string {
+export function mark(level: number): string {
   // Private-use characters: no column name holds them.
   return `\uE000${level}\uE001`;
 }

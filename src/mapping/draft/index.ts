@@ -6,6 +6,7 @@
  */
 import { assign, chooseKey, targetPattern, type Misfit } from './assign.js';
 import { buildFieldSpec, findZoneField, SHAPE_WANTED, type SpecContext } from './field-spec.js';
+import { foldUnnumberedFirst, type FoldedGroup } from './first-member.js';
 import { replaceMarks, stemEntity } from './groups.js';
 import { ENTITY_LISTS, matchName, type Entity, type Target } from './names.js';
 import { renderDraft, type DraftField, type DraftGroup, type DraftMapping } from './render.js';
@@ -79,6 +80,14 @@ class Drafter {
       scope = { ...scope, fields: scope.fields.filter((f) => f !== zoneField) };
     }
     const byEntity = classifyGroups(scope.groups);
+    // `First Name` beside `Driver 2 First Name`: the unnumbered columns are the group's member 1.
+    const folded = new Map<SourceGroup, FoldedGroup>();
+    for (const group of byEntity.values()) {
+      const fold = foldUnnumberedFirst(group, scope.fields);
+      if (fold === undefined) continue;
+      folded.set(group, fold);
+      scope = { ...scope, fields: fold.plain };
+    }
     const draft: DraftMapping = {
       schemaRef: this.input.schemaRef,
       comments: [],
@@ -93,7 +102,7 @@ class Drafter {
     const takenByGroups = new Set<string>();
     const driver = byEntity.get('driver');
     if (driver !== undefined) {
-      const built = this.buildGroup(driver, 'driver', 0, []);
+      const built = this.buildGroup(driver, 'driver', 0, [], folded.get(driver));
       if (built !== undefined) {
         draft.groups.push(built.group);
         for (const key of built.targets) takenByGroups.add(`driver:${key}`);
@@ -101,7 +110,7 @@ class Drafter {
     }
     const vehicle = byEntity.get('vehicle');
     if (vehicle !== undefined) {
-      const built = this.buildGroup(vehicle, 'vehicle', 0, []);
+      const built = this.buildGroup(vehicle, 'vehicle', 0, [], folded.get(vehicle));
       if (built !== undefined) {
         draft.groups.push(built.group);
         if (built.coverage !== undefined) draft.groups.push(built.coverage);
@@ -186,8 +195,9 @@ class Drafter {
   }
 
   /** A group of `entity` (and, for vehicles, their per-vehicle coverage); undefined when nothing in it matched. */
-  buildGroup(group: SourceGroup, entity: 'driver' | 'vehicle' | 'incident', depth: number, outerLetters: readonly string[]):
+  buildGroup(source: SourceGroup, entity: 'driver' | 'vehicle' | 'incident', depth: number, outerLetters: readonly string[], fold?: FoldedGroup):
     { group: DraftGroup; coverage: DraftGroup | undefined; targets: string[] } | undefined {
+    const group = fold?.group ?? source;
     const entities: Entity[] = entity === 'vehicle' ? ['vehicle', 'vehicle_coverage'] : [entity];
     const { assigned, left, misfits } = assign(group.scope.fields, entities, () => true, this.context);
     if (assigned.length === 0) {
@@ -205,6 +215,10 @@ class Drafter {
       const g: DraftGroup = { target, key: groupKey, fields: [], groups: [] };
       if (group.kind === 'numbered') g.numbered = { index: letter, start: group.start, count: group.end - group.start + 1 };
       else g.each = group.stem;
+      if (g.numbered !== undefined && fold !== undefined) {
+        g.numbered.firstWithout = fold.drop;
+        g.firstNote = `check: ${fold.firstColumns.map(shortName).join(', ')} (no number) are read as ${entity} 1`;
+      }
       return g;
     };
     const main = base(listPath, key);
@@ -324,6 +338,7 @@ function withLetters(text: string, letters: readonly string[]): string {
 function applyLetters(groups: DraftGroup[], letters: readonly string[]): void {
   const fix = (value: unknown): unknown => (typeof value === 'string' ? withLetters(value, letters) : value);
   for (const group of groups) {
+    if (group.numbered?.firstWithout !== undefined) group.numbered.firstWithout = withLetters(group.numbered.firstWithout, letters);
     group.key = typeof group.key === 'string' ? withLetters(group.key, letters) : group.key.map((key) => withLetters(key, letters));
     for (const field of group.fields) {
       field.spec = typeof field.spec === 'string' ? withLetters(field.spec, letters)

@@ -15,7 +15,10 @@ export interface DraftField {
 
 export interface DraftGroup {
   target: string;
-  numbered?: { index: string; start: number; count: number };
+  /** `firstWithout`: the text member 1's column names lack (`Driver {n} `), see `first_without:`. */
+  numbered?: { index: string; start: number; count: number; firstWithout?: string };
+  /** A comment after `first_without:`. */
+  firstNote?: string;
   each?: string;
   /** One key column, or several (the element exists when any has a value). */
   key: string | string[];
@@ -75,6 +78,7 @@ function groupContent(group: DraftGroup): Record<string, unknown> {
     out.index = group.numbered.index;
     if (group.numbered.start !== 1) out.start = group.numbered.start;
     out.count = group.numbered.count;
+    if (group.numbered.firstWithout !== undefined) out.first_without = group.numbered.firstWithout;
   }
   if (group.each !== undefined) out.each = group.each;
   out.key = group.key;
@@ -86,6 +90,7 @@ function groupContent(group: DraftGroup): Record<string, unknown> {
 function annotateGroup(node: YAMLMap, group: DraftGroup): void {
   const key: unknown = node.get('key', true);
   if (isSeq(key)) key.flow = true;
+  if (group.firstNote !== undefined) commentAfter(pairOf(node, 'first_without'), group.firstNote);
   annotateFields(childMap(node, 'fields'), group.fields);
   const nested = node.get('groups', true);
   if (isSeq(nested)) group.groups.forEach((g, i) => annotateGroup(nested.items[i] as YAMLMap, g));
