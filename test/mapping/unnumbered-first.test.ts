@@ -5,7 +5,7 @@
  * Each mapping is run both by the generated code and by the interpreted reference.
  */
 import { describe, expect, it } from 'vitest';
-import { isQuoteBatchError } from '../../src/errors.js';
+import { compileError } from './_compile-error.js';
 import { compileMapping, type MappedRow } from '../../src/mapping/index.js';
 
 const VEHICLE = `  channel.channel_id: { literal: acme }
@@ -22,15 +22,7 @@ function mapOne(text: string, record: Record<string, unknown>): MappedRow {
   return generated;
 }
 
-function loadError(text: string): string {
-  try {
-    compileMapping(text, 'test.yaml');
-  } catch (error) {
-    if (isQuoteBatchError(error)) return `${error.message}\nhint: ${error.hint ?? ''}`;
-    throw error;
-  }
-  throw new Error('the mapping loaded');
-}
+const loadError = compileError;
 
 interface Driver { name: { first_name: string; last_name: string }; dob: string; contact_info?: { email: string }; incident_history?: { code: string }[] }
 

@@ -5,7 +5,7 @@
  * mapping is run both by the generated code and by the interpreted reference.
  */
 import { describe, expect, it } from 'vitest';
-import { isQuoteBatchError } from '../../src/errors.js';
+import { compileError } from './_compile-error.js';
 import { compileMapping, formatRowIssue, type MappedRow } from '../../src/mapping/index.js';
 import { minimalRequestFields } from '../fixtures/mapping/minimal-request.js';
 
@@ -23,15 +23,7 @@ function withFields(extra: string, top = ''): string {
   return `version: 1\n${top}\nfields:\n${minimalRequestFields('acme')}${extra}`;
 }
 
-function loadError(text: string): string {
-  try {
-    compileMapping(text, 'test.yaml');
-  } catch (error) {
-    if (isQuoteBatchError(error)) return `${error.message}\nhint: ${error.hint ?? ''}`;
-    throw error;
-  }
-  throw new Error('the mapping loaded');
-}
+const loadError = compileError;
 
 function at(request: unknown, path: string): unknown {
   let node = request;
