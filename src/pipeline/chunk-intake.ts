@@ -121,7 +121,7 @@ export class ChunkIntake implements Intake {
             next = this.#claimNext();
             continue;
           }
-          this.readToEnd = !this.stoppedByLimit;
+          this.readToEnd = true;
           return;
         }
         this.drained = false;

@@ -1,7 +1,7 @@
 /**
  * A worker's row writes on the PostgreSQL ledger: committed a batch at a time, marks and the rest
- * each in a lane of their own ({@link CommitLane}; a mark after the outcomes queued before it), each write fenced by its row's claim
- * (`ledger/postgres/claims.ts`). A commit the database did not answer (a connection cut, even
+ * each in a lane of their own ({@link CommitLane}; a mark after the outcomes queued before it), each
+ * write fenced by its row's claim (`ledger/postgres/claims.ts`). A commit the database did not answer (a connection cut, even
  * during COMMIT) is sent again: each write names the state it expects the row in, so a write that
  * had in fact committed is found applied, not applied twice. Once the worker's lease is lost,
  * nothing more is written: a mark not made means the request does not leave.

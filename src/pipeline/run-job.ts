@@ -187,6 +187,11 @@ export async function readStartingLimit(
   return { jobId: found.jobId, runId: found.runId, ...settled, used, pace };
 }
 
+/** Says where a run starts because an earlier run settled there (`warm_start`, with that job and run). */
+export function logWarmStart(logger: Logger, start: NonNullable<Awaited<ReturnType<typeof startingLimit>>>): void {
+  logger.info(start.message, { event: 'warm_start', limit: start.limit, warm: start.warm, pace: start.pace, from_job: start.jobId, from_run: start.runId });
+}
+
 /**
  * Where adaptive concurrency starts: where the latest run sent to the same partner settled — this
  * job's last run on a resume, last night's job for tonight's file — so that a partner's limit found
@@ -301,7 +306,7 @@ export async function runJob(options: RunJobOptions): Promise<RunJobResult> {
         logger.info(`started job ${job.id} (run ${run.id})`, { event: 'job_started', job: job.id, run: run.id });
       }
       if (startAt !== null) {
-        logger.info(startAt.message, { event: 'warm_start', limit: startAt.limit, warm: startAt.warm, pace: startAt.pace, from_job: startAt.jobId, from_run: startAt.runId });
+        logWarmStart(logger, startAt);
       }
       if (crashedRuns > 0) {
         logger.warn(`${crashedRuns} earlier run(s) of job ${job.id} ended without recording it (crash or kill)`, { event: 'crashed_runs', job: job.id, runs: crashedRuns, newly_in_doubt: newlyInDoubt });

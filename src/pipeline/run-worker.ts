@@ -15,7 +15,7 @@ import { ChunkIntake } from './chunk-intake.js';
 import { JobRunner } from './job-runner.js';
 import { RunMonitor } from './monitor.js';
 import { OtherJobs } from './other-jobs.js';
-import { announcedFigures, exitCodeFor, failureReason, settledFigures, sha256File, startingLimit, type RunJobOptions, type RunJobResult } from './run-job.js';
+import { announcedFigures, exitCodeFor, failureReason, logWarmStart, settledFigures, sha256File, startingLimit, type RunJobOptions, type RunJobResult } from './run-job.js';
 import { SharedLimit } from './shared-limit.js';
 import { DEFAULTS } from '../config/index.js';
 
@@ -54,10 +54,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
 
   let forward: (event: ClientEvent) => void = () => {};
   // A worker joining starts where the job's workers stand; a new job where the last run against this partner settled.
-  const shared = latest === undefined ? null : await SharedLimit.read(ledger, latest.id);
-  const fromJob = shared?.startAt(options.concurrency) ?? null;
+  const fromJob = latest === undefined ? null : await SharedLimit.startOf(ledger, latest.id, options.concurrency);
   const fromLast = fromJob === null ? await startingLimit(ledger.sql, options) : null;
-  if (fromLast !== null) logger.info(fromLast.message, { event: 'warm_start', limit: fromLast.limit, warm: fromLast.warm, pace: fromLast.pace });
+  if (fromLast !== null) logWarmStart(logger, fromLast);
   if (fromJob !== null) {
     const pace = fromJob.pace === null ? '' : ` and ${fromJob.pace.toFixed(1)} requests/s (its share of the job's pace, ${fromJob.workers} workers with it)`;
     logger.info(`starting where the job's workers stand: ${fromJob.limit} requests in flight${pace}`, {

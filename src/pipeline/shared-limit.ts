@@ -49,13 +49,11 @@ export class SharedLimit {
     private readonly sending: () => boolean,
   ) {}
 
-  /** Where a worker joining job `jobId` starts: its share of what the live workers learned; null when none is live. */
-  static async read(ledger: PgLedger, jobId: number): Promise<{ startAt(ceiling: number): { limit: number; warm: boolean; pace: number | null; workers: number } } | null> {
+  /** Where a worker joining job `jobId` starts: its share of what the live workers learned (the window within `ceiling`); null when none is live. */
+  static async startOf(ledger: PgLedger, jobId: number, ceiling: number): Promise<{ limit: number; warm: boolean; pace: number | null; workers: number } | null> {
     const { stateJson, nowMs } = await ledger.sharedLimit(jobId);
     const share = joiningShare([...parseEntries(stateJson).values()], nowMs);
-    if (share.limit === null) return null;
-    const limit = share.limit;
-    return { startAt: (ceiling) => ({ limit: Math.min(ceiling, limit), warm: true, pace: share.pace, workers: share.workers }) };
+    return share.limit === null ? null : { limit: Math.min(ceiling, share.limit), warm: true, pace: share.pace, workers: share.workers };
   }
 
   /** The client's events: a Retry-After is published for every worker of the job. */
@@ -82,10 +80,7 @@ export class SharedLimit {
       await this.ledger.publishLimit(this.jobId, this.runId, JSON.stringify({ limit, pace: learnedPace, baselineMs }));
     }
     const { pausedUntil, stateJson, nowMs } = await this.ledger.sharedLimit(this.jobId);
-    const entries = parseEntries(stateJson);
-    const own = entries.get(String(this.runId));
-    entries.delete(String(this.runId));
-    if (sending) this.client.shareLimit(jobShare([...entries.values()], own, nowMs));
+    if (sending) this.client.shareLimit(jobShare([...parseEntries(stateJson).values()], nowMs));
     if (pausedUntil === null || pausedUntil.getTime() <= this.#pausedUntil) return;
     this.#pausedUntil = pausedUntil.getTime();
     if (this.client.holdUntil(pausedUntil, 'a worker of this job') === 'held' && pausedUntil.getTime() > this.#ownUntil + 50) {

@@ -38,21 +38,20 @@ export interface JobShare {
   baselineMs: number | null;
 }
 
-/** Each worker's share, from every worker's last word (`own` is this worker's, or undefined before it has any). */
-export function jobShare(others: readonly WorkerLimit[], own: WorkerLimit | undefined, now: number): JobShare {
-  const live = [...others.filter((w) => now - w.at <= LIVE_MS), ...(own === undefined ? [] : [own])];
-  const workers = Math.max(1, live.length);
+/** Each worker's share, from every worker's last word (this one's among them once it has published). */
+export function jobShare(workers: readonly WorkerLimit[], now: number): JobShare {
+  const live = workers.filter((w) => now - w.at <= LIVE_MS);
   const limit = live.length === 0 ? null : Math.max(...live.map((w) => w.limit));
   const paces = live.map((w) => w.pace);
-  const pace = live.length > 0 && paces.every((p): p is number => p !== null && p > 0) ? paces.reduce((a, b) => a + b, 0) / workers : null;
+  const pace = live.length > 0 && paces.every((p): p is number => p !== null && p > 0) ? paces.reduce((a, b) => a + b, 0) / live.length : null;
   const baselines = live.flatMap((w) => (typeof w.baselineMs === 'number' && w.baselineMs > 0 ? [w.baselineMs] : []));
-  return { workers, pace, limit, baselineMs: baselines.length === 0 ? null : Math.min(...baselines) };
+  return { workers: Math.max(1, live.length), pace, limit, baselineMs: baselines.length === 0 ? null : Math.min(...baselines) };
 }
 
 /** Where a worker that joins starts: its share of what the live workers pace at together, when they all pace. */
 export function joiningShare(others: readonly WorkerLimit[], now: number): JobShare {
   const live = others.filter((w) => now - w.at <= LIVE_MS);
-  const { pace, limit, baselineMs } = jobShare(live, undefined, now);
+  const { pace, limit, baselineMs } = jobShare(live, now);
   const workers = live.length + 1;
   return { workers, pace: pace === null ? null : (pace * live.length) / workers, limit, baselineMs };
 }
