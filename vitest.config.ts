@@ -30,9 +30,9 @@ export default defineConfig({
     globalSetup: ['test/helpers/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Tests spawn CLI processes and servers; two workers match the two cores of CI.
+    // Tests spawn CLI processes and servers and mostly wait on them: three workers keep two cores busy.
     pool: 'forks',
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    poolOptions: { forks: { maxForks: 3, minForks: 1 } },
     env: { NO_COLOR: '1' },
   },
 });
