@@ -1,7 +1,6 @@
 /**
- * A worker's row writes on the PostgreSQL ledger: committed a batch at a time, marks and the rest
- * each in a lane of their own ({@link CommitLane}; a mark after the outcomes queued before it), each
- * write fenced by its row's claim (`ledger/postgres/claims.ts`). A commit the database did not answer (a connection cut, even
+ * A worker's row writes on the PostgreSQL ledger: committed a batch at a time, in the order they
+ * were queued ({@link CommitLane}), each write fenced by its row's claim (`ledger/postgres/claims.ts`). A commit the database did not answer (a connection cut, even
  * during COMMIT) is sent again: each write names the state it expects the row in, so a write that
  * had in fact committed is found applied, not applied twice. Once the worker's lease is lost,
  * nothing more is written: a mark not made means the request does not leave.
@@ -21,8 +20,6 @@ interface Queued {
   write: FencedRowWrite;
   resolve: (r: Result) => void;
   reject: (e: unknown) => void;
-  /** For a mark: the other writes queued before it, committed first. */
-  after?: Promise<void>;
 }
 
 interface Deferred {
@@ -100,13 +97,12 @@ export class PgRowBook implements RowWriter {
   readonly #claims = new Map<number, ClaimedChunk>();
   readonly #left = new Map<ClaimedChunk, ChunkLeft>();
   /**
-   * Marks in a lane of their own, batched while the other lane commits. A mark is committed after
-   * the outcomes queued before it: a slot freed by an answer is taken by the next mark, and were that
-   * mark committed first, a worker killed between the two would leave one row more in flight than
-   * its concurrency (in doubt once taken over; test/robustness/workers.test.ts caught 5 of 4).
+   * Every write in one lane, a batch one statement (`ledger/postgres/row-writes.ts`). A mark is so
+   * committed with or after the outcomes queued before it: a slot freed by an answer is taken by the
+   * next mark, and were that mark committed first, a worker killed between the two would leave one
+   * row more in flight than its concurrency (test/robustness/workers.test.ts caught 5 of 4).
    */
-  readonly #marks = new CommitLane((batch) => Promise.all(batch.map((b) => b.after)).then(() => this.#send(batch)));
-  readonly #others = new CommitLane((batch) => this.#send(batch));
+  readonly #lane = new CommitLane((batch) => this.#send(batch));
   #chunksTold: Promise<void> = Promise.resolve();
   #leaseLost = false;
 
@@ -136,15 +132,13 @@ export class PgRowBook implements RowWriter {
     const chunk = this.#claims.get(write.rowNumber);
     if (this.#leaseLost || chunk === undefined) return Promise.resolve({ lost: true });
     return new Promise<Result>((resolve, reject) => {
-      const queued: Queued = { write: { ...write, claimId: chunk.claimId }, resolve, reject };
-      if (write.kind === 'mark') this.#marks.push({ ...queued, after: this.#others.settledSoFar() }, urgent);
-      else this.#others.push(queued, urgent);
+      this.#lane.push({ write: { ...write, claimId: chunk.claimId }, resolve, reject }, urgent);
     });
   }
 
   /** Settles once every write queued so far is committed (or given up). */
   #settledSoFar(): Promise<void> {
-    return Promise.all([this.#marks.settledSoFar(), this.#others.settledSoFar()]).then(() => {});
+    return this.#lane.settledSoFar();
   }
 
   async #send(batch: Queued[]): Promise<void> {
@@ -171,9 +165,8 @@ export class PgRowBook implements RowWriter {
 
   /** Waits for every write queued so far to be committed (or given up), and the chunks done meanwhile to be told. */
   async flush(): Promise<void> {
-    this.#marks.commit();
-    this.#others.commit();
-    while (!this.#marks.idle || !this.#others.idle) await this.#settledSoFar();
+    this.#lane.commit();
+    while (!this.#lane.idle) await this.#settledSoFar();
     await this.#chunksTold;
   }
 

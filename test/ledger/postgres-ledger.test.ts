@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
 import { PgLedger } from '../../src/ledger/postgres/ledger.js';
-import { commitOneByOne, LEAD_LOCK_KEY, type FencedRowWrite } from '../../src/ledger/postgres/row-writes.js';
+import { commitOneByOne, LEAD_LOCK_KEY, writtenByOneStatement, type FencedRowWrite } from '../../src/ledger/postgres/row-writes.js';
 import type { NewRow, RowChange, SentRow } from '../../src/ledger/index.js';
 import type { AttemptRecord } from '../../src/partner/types.js';
 import { STOPPED } from '../../src/pipeline/row-state.js';
@@ -108,7 +108,7 @@ describe('the PostgreSQL ledger', () => {
 
     // The same turn on two jobs alike (each with keys of its own, and a job before it that sent k2's lead): one way, then the other.
     const environment = 'uat';
-    const scene = async (keys: string, shas: [string, string], write: (jobId: number, runId: number, writes: FencedRowWrite[]) => Promise<unknown[]>) => {
+    const scene = async (keys: string, shas: [string, string], write: (jobId: number, runId: number, writes: FencedRowWrite[]) => Promise<unknown[]>, looked = true) => {
       const identity = (sha: string) => ({ ...job, input_sha256: sha.repeat(64) });
       const before = (await ledger.joinOrCreateJob(identity(shas[0]), 3, false)).job.id;
       const beforeRun = (await ledger.startWorker(before, '{}', 't', 60_000)).run.id;
@@ -131,8 +131,8 @@ describe('the PostgreSQL ledger', () => {
       await ledger.commitRowWrites(jobId, mine, [row5Done]);
 
       const results = await write(jobId, mine, [
-        { ...mark(1), lookup: { environment, operation: 'quote', rowKey: `${keys}k1`, sentBy } },
-        { ...mark(2), lookup: { environment, operation: 'quote', rowKey: `${keys}k2`, sentBy } },
+        { ...mark(1), ...(looked ? { lookup: { environment, operation: 'quote', rowKey: `${keys}k1`, sentBy } } : {}) },
+        { ...mark(2), ...(looked ? { lookup: { environment, operation: 'quote', rowKey: `${keys}k2`, sentBy } } : {}) },
         { kind: 'outcome', rowNumber: 3, from: 'in_flight', change: { state: 'succeeded', httpStatus: 200, transactionId: 'T3', quoteNumber: 'Q3', totalPremium: 120.25, responseJson: '{"ok":true}' }, attempts: [attempt(503, 'retryable'), attempt(200, 'ok')], claimId: claim },
         { kind: 'put_back', rowNumber: 4, from: 'in_flight', change: { state: 'pending' }, attempts: [attempt(429, 'retryable')], claimId: claim },
         // Committed already (a commit sent again after a cut connection): found, not applied twice.
@@ -163,6 +163,21 @@ describe('the PostgreSQL ledger', () => {
     expect(bulk.shown[5]).toMatchObject({ mine: false, others: true });
     // Rows 3 (two attempts), 4 (one) and 5 (one, from its first commit): none for the lost write, none twice.
     expect(bulk.tried.map((t) => [t.row_number, t.http_status, t.mine])).toEqual([[3, 503, true], [3, 200, true], [4, 429, true], [5, 200, true]]);
+
+    // With no lead to look up (no other job to check), the same turn is one statement, no transaction.
+    const plainOneByOne = await scene('plain-one-', ['5', '6'], (jobId, runId, writes) => ledger.transaction((client) => commitOneByOne(client, jobId, runId, writes, new Date().toISOString())), false);
+    const plainBulk = await scene('plain-bulk-', ['7', '8'], (jobId, runId, writes) => {
+      expect(writtenByOneStatement(writes)).toBe(true);
+      return ledger.commitRowWrites(jobId, runId, writes);
+    }, false);
+    expect(plainBulk.results).toEqual([{}, {}, {}, {}, {}, { lost: true }]);
+    expect(plainBulk.results).toEqual(plainOneByOne.results);
+    expect(plainBulk.shown).toEqual(plainOneByOne.shown);
+    expect(plainBulk.tried).toEqual(plainOneByOne.tried);
+    expect(plainBulk.shown.map((r) => [r.row_number, r.state, r.attempts])).toEqual([
+      [1, 'in_flight', 0], [2, 'in_flight', 0], [3, 'succeeded', 2], [4, 'pending', 1], [5, 'succeeded', 1], [6, 'pending', 0], [7, 'pending', 0], [8, 'pending', 0],
+    ]);
+    expect(plainBulk.tried).toEqual(bulk.tried);
 
     // A turn one statement writes (outcomes alone), sent again: found applied, nothing twice.
     const jobId = (await ledger.joinOrCreateJob({ ...job, input_sha256: '9'.repeat(64) }, 3, false)).job.id;

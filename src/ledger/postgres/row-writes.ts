@@ -4,12 +4,12 @@
  * and says so (`lost`). Each names the state it expects the row in, so that a turn sent again after a
  * cut connection finds it applied (`found`), not applied twice.
  *
- * A turn costs a few statements whatever its size ({@link commitBulk}): the leads' locks, one fenced
- * UPDATE for its marks, one query for their other-job checks, one UPDATE (inserting the attempts in the same
- * statement) for its outcomes and one for its put-backs, one SELECT for the writes not applied; each
- * a named statement, parsed and planned once per connection. A mark's request waits for its commit:
- * with a few statements per write, one worker on PostgreSQL sent 0.6-0.75 of what it sent on
- * SQLite (docs/ledger.md, "What a worker's writes cost"). A turn that writes a row twice (none does
+ * A turn costs one statement whatever its size ({@link commitBulk}): its marks, outcomes (inserting
+ * their attempts) and put-backs, each a fenced UPDATE in a CTE of one WITH; a SELECT more for writes
+ * not applied (a commit sent again). Marks whose lead is looked up (another job of the environment
+ * exists) add the leads' locks and the other-job check between marks and outcomes, in a transaction.
+ * Each is a named statement, parsed and planned once per connection. A mark's request waits for its
+ * commit (docs/ledger.md, "What a worker's writes cost"). A turn that writes a row twice (none does
  * today: a row has one write outstanding at a time) is written one write after another
  * ({@link commitOneByOne}).
  */
@@ -31,14 +31,11 @@ type PutBack = Extract<FencedRowWrite, { kind: 'put_back' }>;
 type Mark = Extract<FencedRowWrite, { kind: 'mark' }>;
 
 /**
- * True when the turn is written by one statement (all marks not looked up, all outcomes, or all
- * put-backs, each row once): atomic by itself, it needs no transaction of its own (two round trips
- * fewer, which a mark's request waits for).
+ * True when the turn is written by one statement (no mark looked up, each row once): atomic by
+ * itself, it needs no transaction of its own (two round trips fewer, which a mark's request waits for).
  */
 export function writtenByOneStatement(writes: readonly FencedRowWrite[]): boolean {
-  const kind = writes[0]?.kind;
-  return writes.every((w) => w.kind === kind && (w.kind !== 'mark' || w.lookup === undefined))
-    && new Set(writes.map((w) => w.rowNumber)).size === writes.length;
+  return writes.every((w) => w.kind !== 'mark' || w.lookup === undefined) && new Set(writes.map((w) => w.rowNumber)).size === writes.length;
 }
 
 /** Writes a turn (inside the caller's transaction, unless {@link writtenByOneStatement}): in bulk, unless a row is written twice. */
@@ -54,24 +51,30 @@ export async function commitBulk(client: Client, jobId: number, runId: number, w
   const marks = writes.filter((w): w is Mark => w.kind === 'mark');
   const outcomes = writes.filter((w): w is Outcome => w.kind === 'outcome');
   const putBacks = writes.filter((w): w is PutBack => w.kind === 'put_back');
+  const sentOf = new Map<number, SentRow>();
+  let written: Written;
+  if (marks.every((m) => m.lookup === undefined)) {
+    written = await writeRows(client, jobId, runId, { marks, outcomes, putBacks }, at);
+  } else {
+    await lockLeads(client, marks);
+    const { marked } = await writeRows(client, jobId, runId, { marks }, at);
+    // The other-job check, after the marks: under the leads' locks, a job marking the same lead beside
+    // this one has committed its mark (this one finds it) or waits for this commit (and finds this one).
+    const looked = marks.filter((m): m is Mark & { lookup: MarkLookup } => m.lookup !== undefined && marked.has(m.rowNumber));
+    const sent = await sentByOtherJobMany(client, jobId, looked.map((m) => m.lookup));
+    const sentOutcomes: Outcome[] = [];
+    looked.forEach((m, i) => {
+      const found = sent[i];
+      if (found === undefined) return;
+      sentOf.set(m.rowNumber, found);
+      sentOutcomes.push({ kind: 'outcome', rowNumber: m.rowNumber, from: 'in_flight', change: m.lookup.sentBy(found), attempts: [], claimId: m.claimId });
+    });
+    const rest = await writeRows(client, jobId, runId, { outcomes: [...outcomes, ...sentOutcomes], putBacks }, at);
+    written = { marked, settled: rest.settled, putBack: rest.putBack };
+  }
 
-  await lockLeads(client, marks);
-  const marked = await markInFlight(client, jobId, marks, at);
-  // The other-job check, after the marks: under the leads' locks, a job marking the same lead beside
-  // this one has committed its mark (this one finds it) or waits for this commit (and finds this one).
-  const looked = marks.filter((m): m is Mark & { lookup: MarkLookup } => m.lookup !== undefined && marked.has(m.rowNumber));
-  const sent = await sentByOtherJobMany(client, jobId, looked.map((m) => m.lookup));
-  const sentOutcomes: Outcome[] = [];
-  looked.forEach((m, i) => {
-    const found = sent[i];
-    if (found !== undefined) sentOutcomes.push({ kind: 'outcome', rowNumber: m.rowNumber, from: 'in_flight', change: m.lookup.sentBy(found), attempts: [], claimId: m.claimId });
-  });
-  const settled = await applyOutcomes(client, jobId, runId, [...outcomes, ...sentOutcomes], at);
-  const putBack = await applyPutBacks(client, jobId, runId, putBacks, at);
-
-  const applied = (w: FencedRowWrite): boolean => (w.kind === 'mark' ? marked : w.kind === 'outcome' ? settled : putBack).has(w.rowNumber);
+  const applied = (w: FencedRowWrite): boolean => (w.kind === 'mark' ? written.marked : w.kind === 'outcome' ? written.settled : written.putBack).has(w.rowNumber);
   const found = await foundApplied(client, jobId, writes.filter((w) => !applied(w) && w.from !== undefined));
-  const sentOf = new Map(looked.map((m, i) => [m.rowNumber, sent[i]]));
   return writes.map((w): FencedRowResult => {
     if (!applied(w)) return found.has(w.rowNumber) ? {} : { lost: true };
     const s = w.kind === 'mark' ? sentOf.get(w.rowNumber) : undefined;
@@ -101,92 +104,103 @@ async function lockLeads(client: Client, marks: readonly Mark[]): Promise<void> 
 /** The condition every bulk UPDATE shares: the row is the write's, under its claim (the same fence), in the state it expects. */
 const WRITTEN_ROW = `rows.job_id = $1 AND rows.row_number = v.row_number AND ${fence('v.claim_id')} AND (v.from_state IS NULL OR rows.state = v.from_state)`;
 
-/** Marks rows `in_flight`; the row numbers marked. */
-async function markInFlight(client: Client, jobId: number, marks: readonly Mark[], at: string): Promise<Set<number>> {
-  if (marks.length === 0) return new Set();
-  const col = <T>(f: (m: Mark) => T): T[] => marks.map(f);
-  const done = await client.query<{ row_number: number }>({
-    name: 'quote-batch.mark-rows',
-    text: `UPDATE rows SET state = 'in_flight', agent_id = COALESCE(v.agent_id, rows.agent_id), request_json = v.request_json, request_sha256 = v.request_sha256, updated_at = $2
-       FROM unnest($3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[]) AS v(row_number, claim_id, from_state, agent_id, request_json, request_sha256)
+/** The row numbers a statement of {@link writeRows} applied, by kind. */
+interface Written {
+  marked: Set<number>;
+  settled: Set<number>;
+  putBack: Set<number>;
+}
+
+/** A statement's parameters, numbered as they are added: `$1` the job, `$2` the time. */
+class Params {
+  readonly values: unknown[];
+
+  constructor(jobId: number, at: string) {
+    this.values = [jobId, at];
+  }
+
+  add(value: unknown, type: string): string {
+    this.values.push(value);
+    return `$${this.values.length}::${type}`;
+  }
+}
+
+/**
+ * Marks, outcomes (with their attempts) and put-backs in one statement: an UPDATE each, in CTEs of one
+ * WITH (different rows: no row is written twice), atomic by itself. A mark committed with the outcomes
+ * queued before it waits for no other commit.
+ */
+async function writeRows(client: Client, jobId: number, runId: number, parts: { marks?: readonly Mark[]; outcomes?: readonly Outcome[]; putBacks?: readonly PutBack[] }, at: string): Promise<Written> {
+  const { marks = [], outcomes = [], putBacks = [] } = parts;
+  const written: Written = { marked: new Set(), settled: new Set(), putBack: new Set() };
+  const p = new Params(jobId, at);
+  const ctes: string[] = [];
+  /** The CTEs whose RETURNING says which rows were written: m (marks), o (outcomes), p (put-backs). */
+  const returning: ('m' | 'o' | 'p')[] = [];
+  if (marks.length > 0) {
+    const col = <T>(f: (m: Mark) => T): T[] => marks.map(f);
+    ctes.push(`m AS (UPDATE rows SET state = 'in_flight', agent_id = COALESCE(v.agent_id, rows.agent_id), request_json = v.request_json, request_sha256 = v.request_sha256, updated_at = $2
+       FROM unnest(${p.add(col((m) => m.rowNumber), 'int[]')}, ${p.add(col((m) => m.claimId), 'bigint[]')}, ${p.add(col((m) => m.from ?? null), 'text[]')},
+                   ${p.add(col((m) => boundText(m.agentId, MAX_STORED_ID_CHARS)), 'text[]')}, ${p.add(col((m) => boundJson(m.requestJson)), 'text[]')},
+                   ${p.add(col((m) => m.requestSha256), 'text[]')}) AS v(row_number, claim_id, from_state, agent_id, request_json, request_sha256)
       WHERE ${WRITTEN_ROW}
-     RETURNING rows.row_number`,
-    values: [jobId, at, col((m) => m.rowNumber), col((m) => m.claimId), col((m) => m.from ?? null),
-      col((m) => boundText(m.agentId, MAX_STORED_ID_CHARS)), col((m) => boundJson(m.requestJson)), col((m) => m.requestSha256)],
-  });
-  return new Set(done.rows.map((r) => r.row_number));
-}
-
-/** The attempts of the writes applied, inserted by the statement that applies them (`u`: its RETURNING), in the writes' order. */
-function attemptsOf(writes: readonly { rowNumber: number; attempts: readonly AttemptRecord[] }[], first: number): { sql: string; params: unknown[] } {
-  const all = writes.flatMap((w) => w.attempts.map((a) => ({ row: w.rowNumber, a })));
-  const col = <T>(f: (x: { row: number; a: AttemptRecord }) => T): T[] => all.map(f);
-  const p = (i: number): string => `$${first + i}`;
-  return {
-    sql: `a AS (INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome, agent_email)
-       SELECT $1, t.row_number, ${p(0)}, t.kind, t.started_at, t.duration_ms, t.http_status, t.error_code, t.outcome, NULL
-         FROM unnest(${p(1)}::int[], ${p(2)}::text[], ${p(3)}::text[], ${p(4)}::float8[], ${p(5)}::int[], ${p(6)}::text[], ${p(7)}::text[])
-              WITH ORDINALITY AS t(row_number, kind, started_at, duration_ms, http_status, error_code, outcome, ord)
-         JOIN u ON u.row_number = t.row_number ORDER BY t.ord)`,
-    params: [
-      col((x) => x.row), col((x) => x.a.kind), col((x) => x.a.startedAt), col((x) => x.a.durationMs), col((x) => x.a.httpStatus),
-      col((x) => boundText(x.a.errorCode, MAX_STORED_ID_CHARS)), col((x) => x.a.outcome),
-    ],
-  };
-}
-
-/** Records outcomes, and the attempts of those recorded; the row numbers recorded. */
-async function applyOutcomes(client: Client, jobId: number, runId: number, outcomes: readonly Outcome[], at: string): Promise<Set<number>> {
-  if (outcomes.length === 0) return new Set();
-  const col = <T>(f: (c: RowChange, w: Outcome) => T): T[] => outcomes.map((w) => f(w.change, w));
-  const attempts = attemptsOf(outcomes, 20);
-  const done = await client.query<{ row_number: number }>({
-    name: 'quote-batch.outcome-rows',
-    text: `WITH u AS (
-       UPDATE rows SET state = v.state, agent_id = COALESCE(v.agent_id, rows.agent_id), attempts = rows.attempts + v.attempts, http_status = v.http_status,
+     RETURNING rows.row_number)`);
+    returning.push('m');
+  }
+  if (outcomes.length > 0) {
+    const col = <T>(f: (c: RowChange, w: Outcome) => T): T[] => outcomes.map((w) => f(w.change, w));
+    ctes.push(`o AS (UPDATE rows SET state = v.state, agent_id = COALESCE(v.agent_id, rows.agent_id), attempts = rows.attempts + v.attempts, http_status = v.http_status,
               error_code = v.error_code, error_message = v.error_message, transaction_id = v.transaction_id, quote_number = v.quote_number,
               total_premium = v.total_premium, input_issues_json = COALESCE(v.input_issues_json, rows.input_issues_json),
               request_json = COALESCE(v.request_json, rows.request_json), response_json = v.response_json, updated_at = $2,
               sent_by_job = v.sent_by_job, sent_by_row = v.sent_by_row
-         FROM unnest($3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::text[], $11::text[], $12::text[],
-                     $13::text[], $14::float8[], $15::text[], $16::text[], $17::text[], $18::int[], $19::int[])
+         FROM unnest(${[
+           p.add(col((_, w) => w.rowNumber), 'int[]'), p.add(col((_, w) => w.claimId), 'bigint[]'), p.add(col((_, w) => w.from ?? null), 'text[]'),
+           p.add(col((c) => c.state), 'text[]'), p.add(col((c) => boundText(c.agentId ?? null, MAX_STORED_ID_CHARS)), 'text[]'),
+           p.add(col((_, w) => w.attempts.length), 'int[]'), p.add(col((c) => c.httpStatus ?? null), 'int[]'),
+           p.add(col((c) => boundText(c.errorCode ?? null, MAX_STORED_ID_CHARS)), 'text[]'), p.add(col((c) => boundText(c.errorMessage ?? null)), 'text[]'),
+           p.add(col((c) => boundText(c.transactionId ?? null, MAX_STORED_ID_CHARS)), 'text[]'), p.add(col((c) => boundText(c.quoteNumber ?? null, MAX_STORED_ID_CHARS)), 'text[]'),
+           p.add(col((c) => c.totalPremium ?? null), 'float8[]'), p.add(col((c) => boundJson(c.inputIssuesJson ?? null)), 'text[]'),
+           p.add(col((c) => boundJson(c.requestJson ?? null)), 'text[]'), p.add(col((c) => boundJson(c.responseJson ?? null)), 'text[]'),
+           p.add(col((c) => c.sentBy?.job_id ?? null), 'int[]'), p.add(col((c) => c.sentBy?.row_number ?? null), 'int[]'),
+         ].join(', ')})
               AS v(row_number, claim_id, from_state, state, agent_id, attempts, http_status, error_code, error_message, transaction_id,
                    quote_number, total_premium, input_issues_json, request_json, response_json, sent_by_job, sent_by_row)
         WHERE ${WRITTEN_ROW}
-       RETURNING rows.row_number),
-     ${attempts.sql}
-     SELECT row_number FROM u`,
-    values: [
-      jobId, at, col((_, w) => w.rowNumber), col((_, w) => w.claimId), col((_, w) => w.from ?? null), col((c) => c.state),
-      col((c) => boundText(c.agentId ?? null, MAX_STORED_ID_CHARS)), col((_, w) => w.attempts.length), col((c) => c.httpStatus ?? null),
-      col((c) => boundText(c.errorCode ?? null, MAX_STORED_ID_CHARS)), col((c) => boundText(c.errorMessage ?? null)),
-      col((c) => boundText(c.transactionId ?? null, MAX_STORED_ID_CHARS)), col((c) => boundText(c.quoteNumber ?? null, MAX_STORED_ID_CHARS)),
-      col((c) => c.totalPremium ?? null), col((c) => boundJson(c.inputIssuesJson ?? null)), col((c) => boundJson(c.requestJson ?? null)),
-      col((c) => boundJson(c.responseJson ?? null)), col((c) => c.sentBy?.job_id ?? null), col((c) => c.sentBy?.row_number ?? null),
-      runId, ...attempts.params,
-    ],
+       RETURNING rows.row_number)`, attemptsOf(p, runId, 'oa', 'o', outcomes));
+    returning.push('o');
+  }
+  if (putBacks.length > 0) {
+    const col = <T>(f: (w: PutBack) => T): T[] => putBacks.map(f);
+    ctes.push(`p AS (UPDATE rows SET state = v.state, attempts = rows.attempts + v.attempts, updated_at = $2
+         FROM unnest(${p.add(col((w) => w.rowNumber), 'int[]')}, ${p.add(col((w) => w.claimId), 'bigint[]')}, ${p.add(col((w) => w.from ?? null), 'text[]')},
+                     ${p.add(col((w) => w.change.state), 'text[]')}, ${p.add(col((w) => w.attempts.length), 'int[]')}) AS v(row_number, claim_id, from_state, state, attempts)
+        WHERE ${WRITTEN_ROW}
+       RETURNING rows.row_number)`, attemptsOf(p, runId, 'pa', 'p', putBacks));
+    returning.push('p');
+  }
+  if (ctes.length === 0) return written;
+  const done = await client.query<{ kind: 'm' | 'o' | 'p'; row_number: number }>({
+    // Named by the parts it has: its text is the same for every turn with those parts.
+    name: `quote-batch.write-rows-${returning.join('')}`,
+    text: `WITH ${ctes.join(',\n')}\n${returning.map((k) => `SELECT '${k}' AS kind, row_number FROM ${k}`).join('\nUNION ALL ')}`,
+    values: p.values,
   });
-  return new Set(done.rows.map((r) => r.row_number));
+  for (const r of done.rows) (r.kind === 'm' ? written.marked : r.kind === 'o' ? written.settled : written.putBack).add(r.row_number);
+  return written;
 }
 
-/** Puts rows back in the state they had before their mark, with the attempts made; the row numbers put back. */
-async function applyPutBacks(client: Client, jobId: number, runId: number, putBacks: readonly PutBack[], at: string): Promise<Set<number>> {
-  if (putBacks.length === 0) return new Set();
-  const col = <T>(f: (w: PutBack) => T): T[] => putBacks.map(f);
-  const attempts = attemptsOf(putBacks, 8);
-  const done = await client.query<{ row_number: number }>({
-    name: 'quote-batch.put-back-rows',
-    text: `WITH u AS (
-       UPDATE rows SET state = v.state, attempts = rows.attempts + v.attempts, updated_at = $2
-         FROM unnest($3::int[], $4::bigint[], $5::text[], $6::text[], $7::int[]) AS v(row_number, claim_id, from_state, state, attempts)
-        WHERE ${WRITTEN_ROW}
-       RETURNING rows.row_number),
-     ${attempts.sql}
-     SELECT row_number FROM u`,
-    values: [jobId, at, col((w) => w.rowNumber), col((w) => w.claimId), col((w) => w.from ?? null), col((w) => w.change.state), col((w) => w.attempts.length),
-      runId, ...attempts.params],
-  });
-  return new Set(done.rows.map((r) => r.row_number));
+/** The attempts of the writes `updated` applied, inserted by the same statement, in the writes' order. */
+function attemptsOf(p: Params, runId: number, name: string, updated: string, writes: readonly { rowNumber: number; attempts: readonly AttemptRecord[] }[]): string {
+  const all = writes.flatMap((w) => w.attempts.map((a) => ({ row: w.rowNumber, a })));
+  const col = <T>(f: (x: { row: number; a: AttemptRecord }) => T): T[] => all.map(f);
+  return `${name} AS (INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome, agent_email)
+       SELECT $1, t.row_number, ${p.add(runId, 'int')}, t.kind, t.started_at, t.duration_ms, t.http_status, t.error_code, t.outcome, NULL
+         FROM unnest(${p.add(col((x) => x.row), 'int[]')}, ${p.add(col((x) => x.a.kind), 'text[]')}, ${p.add(col((x) => x.a.startedAt), 'text[]')},
+                     ${p.add(col((x) => x.a.durationMs), 'float8[]')}, ${p.add(col((x) => x.a.httpStatus), 'int[]')},
+                     ${p.add(col((x) => boundText(x.a.errorCode, MAX_STORED_ID_CHARS)), 'text[]')}, ${p.add(col((x) => x.a.outcome), 'text[]')})
+              WITH ORDINALITY AS t(row_number, kind, started_at, duration_ms, http_status, error_code, outcome, ord)
+         JOIN ${updated} ON ${updated}.row_number = t.row_number ORDER BY t.ord)`;
 }
 
 /** What a write leaves its row in: a mark `in_flight`, an outcome or put-back its new state. */
