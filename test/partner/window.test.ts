@@ -50,6 +50,7 @@ describe('growth (AIMD: while in use, never from requests sent before a cut)', (
   it.each<[string, Partial<WindowState>, Partial<WindowAnswer>, number]>([
     ['slow start: half a request per answer', { slowStart: true, window: 8 }, { inFlightAtSend: 8 }, 8 + WINDOW.slowStartGrowth],
     ['after it: one request per window of answers', { slowStart: false, window: 8 }, { inFlightAtSend: 8 }, 8 + 1 / 8],
+    ['three workers sharing the partner\'s queue: a third each, so that together they grow as one', { slowStart: false, window: 8, flows: 3 }, { inFlightAtSend: 8 }, 8 + 1 / 24],
     ['half the window in flight is in use', { slowStart: false, window: 8 }, { inFlightAtSend: 4 }, 8 + 1 / 8],
     ['less is not: a run that cannot fill it learns nothing', { slowStart: false, window: 8 }, { inFlightAtSend: 3 }, 8],
     ['an error grows nothing', { slowStart: true, window: 8 }, { signal: 'error', inFlightAtSend: 8 }, 8],

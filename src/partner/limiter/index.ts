@@ -122,10 +122,11 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   /**
    * This worker's share of the job's limit (`share.ts`): an announced rate is divided among the
    * workers, a learned pace becomes the even share (its cubic scaled with it), and the window measures
-   * its queue from the job's baseline.
+   * its queue from the job's baseline, growing by its share of one client's growth.
    */
   share(share: JobShare): void {
     this.#workers = Math.max(1, share.workers);
+    this.#window = { ...this.#window, flows: this.#workers };
     const own = this.#pace.rate;
     if (share.pace !== null && own !== null && share.pace > 0) {
       this.#pace = { ...this.#pace, rate: share.pace, lastMaxRate: (this.#pace.lastMaxRate * share.pace) / own };

@@ -58,6 +58,11 @@ export interface WindowState {
   /** Requests allowed in flight, in [1, ceiling]; fractional (whole requests below it are admitted). */
   readonly window: number;
   readonly slowStart: boolean;
+  /**
+   * Clients (the job's workers) sharing the partner's queue. Each grows by 1/flows of a request per
+   * round trip, so together they grow as one (AIMD's additive increase, divided among n flows).
+   */
+  readonly flows: number;
   /** Answers to requests sent before the last cut neither grow the window nor cut it again. */
   readonly lastCutAt: number;
   /** The partner without a queue: the lowest smoothed round latency, ms; when it was last confirmed. */
@@ -77,7 +82,7 @@ export function createWindow(ceiling: number, now: number, initial: number = WIN
   if (!Number.isInteger(ceiling) || ceiling < 1) throw new RangeError(`ceiling must be a positive integer, got ${ceiling}`);
   if (!(initial >= 1)) throw new RangeError(`the initial window must be at least 1, got ${initial}`);
   return {
-    ceiling, window: Math.min(ceiling, initial), slowStart: !warm, lastCutAt: Number.NEGATIVE_INFINITY,
+    ceiling, window: Math.min(ceiling, initial), slowStart: !warm, flows: 1, lastCutAt: Number.NEGATIVE_INFINITY,
     baselineMs: undefined, baselineAt: now, probing: false, trendMs: undefined, errorFloor: undefined, errorTrend: undefined, round: newRound(now), cut: undefined,
   };
 }
@@ -92,7 +97,7 @@ export function windowAfter(state: WindowState, answer: WindowAnswer, now: numbe
   let next = state;
   // Grows while in use (half of it in flight, as AIMDLimit checks): a run that cannot fill it learns nothing.
   if (answer.signal === 'ok' && !state.probing && answer.sentAt >= state.lastCutAt && answer.inFlightAtSend >= state.window / 2) {
-    const step = state.slowStart ? WINDOW.slowStartGrowth : 1 / state.window;
+    const step = state.slowStart ? WINDOW.slowStartGrowth : 1 / (state.window * state.flows);
     next = { ...next, window: Math.min(state.ceiling, state.window + step) };
   }
   if (answer.sentAt < state.round.since) return next;
