@@ -1,9 +1,10 @@
 /**
  * A worker's row writes on the PostgreSQL ledger: committed a batch at a time, in the order they
- * were queued ({@link CommitLane}), each write fenced by its row's claim (`ledger/postgres/claims.ts`). A commit the database did not answer (a connection cut, even
- * during COMMIT) is sent again: each write names the state it expects the row in, so a write that
- * had in fact committed is found applied, not applied twice. Once the worker's lease is lost,
- * nothing more is written: a mark not made means the request does not leave.
+ * were queued ({@link CommitLane}), each write fenced by its row's claim (`ledger/postgres/claims.ts`).
+ * A commit the database did not answer (a connection cut, even during COMMIT) is sent again: each
+ * write names the state it expects the row in, so a write that had in fact committed is found
+ * applied, not applied twice. Once the worker's lease is lost, nothing more is written: a mark not
+ * made means the request does not leave.
  */
 import { FINAL_STATES, type RowState, type RowWrite, type RowWriteResult } from '../ledger/index.js';
 import type { ClaimedChunk } from '../ledger/postgres/claims.js';
