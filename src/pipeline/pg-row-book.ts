@@ -38,7 +38,7 @@ function deferred(): Deferred {
 
 /**
  * Writes committed one commit at a time: those queued during a commit go together in the next, as
- * soon as it ends (group commit). A commit costs a few statements whatever its size
+ * soon as it ends (group commit). A commit is one statement whatever its size
  * (`ledger/postgres/row-writes.ts`), so a write waits for at most the commit under way and its own.
  */
 class CommitLane {
@@ -137,11 +137,6 @@ export class PgRowBook implements RowWriter {
     });
   }
 
-  /** Settles once every write queued so far is committed (or given up). */
-  #settledSoFar(): Promise<void> {
-    return this.#lane.settledSoFar();
-  }
-
   async #send(batch: Queued[]): Promise<void> {
     for (let attempt = 0; ; attempt += 1) {
       if (this.#leaseLost) {
@@ -167,7 +162,7 @@ export class PgRowBook implements RowWriter {
   /** Waits for every write queued so far to be committed (or given up), and the chunks done meanwhile to be told. */
   async flush(): Promise<void> {
     this.#lane.commit();
-    while (!this.#lane.idle) await this.#settledSoFar();
+    while (!this.#lane.idle) await this.#lane.settledSoFar();
     await this.#chunksTold;
   }
 
@@ -195,7 +190,7 @@ export class PgRowBook implements RowWriter {
     if (!left.allGiven || left.left > 0 || this.#leaseLost) return;
     this.#left.delete(chunk);
     // After the outcomes queued so far are committed: the chunk is done only once they are.
-    const told = this.#settledSoFar().then(() => this.onChunkDone(chunk));
+    const told = this.#lane.settledSoFar().then(() => this.onChunkDone(chunk));
     this.#chunksTold = Promise.all([this.#chunksTold, told]).then(() => {});
   }
 

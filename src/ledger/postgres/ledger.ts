@@ -264,9 +264,9 @@ export class PgLedger {
   // --- rows -------------------------------------------------------------------------------
 
   /**
-   * Commits a turn of a worker's writes in one transaction, a few statements whatever its size
-   * (`row-writes.ts`); a turn that one statement writes, by that statement alone. Each is fenced by its row's claim: a write whose claim was lost changes nothing
-   * and says so (`lost`); a mark that is lost means the request must not leave.
+   * Commits a turn of a worker's writes (`row-writes.ts`): one statement whatever its size, or a
+   * transaction when its marks look up other jobs. Each is fenced by its row's claim: a write whose
+   * claim was lost changes nothing and says so (`lost`); a mark that is lost means the request must not leave.
    */
   async commitRowWrites(jobId: number, runId: number, writes: readonly FencedRowWrite[]): Promise<FencedRowResult[]> {
     if (writes.length === 0) return [];

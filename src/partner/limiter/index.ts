@@ -54,9 +54,8 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   readonly #queue: SlotQueue;
   readonly #measures = new Measures(PACE.recentAnswers, PACE.burstAnswers);
   #nextSendAt = Number.NEGATIVE_INFINITY;
-  /** The rate the partner announces, and the job's workers live that share it. */
+  /** The rate the partner announces (the job's workers live, the window's `flows`, share it). */
   #announced: number | null = null;
-  #workers = 1;
 
   constructor(options: AdaptiveLimiterOptions) {
     this.#clock = options.clock ?? systemClock;
@@ -105,7 +104,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
   /** A rate the partner announces (requests/s), or null: sends stay within it (within this worker's share of it). */
   announceCeiling(rate: number | null): void {
     this.#announced = rate !== null && rate > 0 && Number.isFinite(rate) ? rate : null;
-    this.#pace = { ...this.#pace, ceiling: this.#announced === null ? null : this.#announced / this.#workers };
+    this.#pace = { ...this.#pace, ceiling: this.#announced === null ? null : this.#announced / this.#window.flows };
     this.#queue.dispatch();
   }
 
@@ -125,8 +124,7 @@ export class AdaptiveLimiter implements ConcurrencyLimiter {
    * its queue from the job's baseline, growing by its share of one client's growth.
    */
   share(share: JobShare): void {
-    this.#workers = Math.max(1, share.workers);
-    this.#window = { ...this.#window, flows: this.#workers };
+    this.#window = { ...this.#window, flows: Math.max(1, share.workers) };
     const own = this.#pace.rate;
     if (share.pace !== null && own !== null && share.pace > 0) {
       this.#pace = { ...this.#pace, rate: share.pace, lastMaxRate: (this.#pace.lastMaxRate * share.pace) / own };
