@@ -8,7 +8,7 @@
  */
 import { FINAL_STATES, type RowState, type RowWrite, type RowWriteResult } from '../ledger/index.js';
 import type { ClaimedChunk } from '../ledger/postgres/claims.js';
-import type { FencedRowWrite, PgLedger } from '../ledger/postgres/ledger.js';
+import { isTransient, type FencedRowWrite, type PgLedger } from '../ledger/postgres/ledger.js';
 import type { AttemptRecord } from '../partner/types.js';
 import type { RowWriter } from './row-book.js';
 
@@ -150,7 +150,8 @@ export class PgRowBook implements RowWriter {
       } catch (error) {
         const pause = RETRY_PAUSES_MS[Math.min(attempt, RETRY_PAUSES_MS.length - 1)] as number;
         // Sent again until the lease is lost (the intake stops the worker then): the database may be back.
-        if (attempt >= 200) {
+        // A statement the database refused (a constraint, a trigger, a full disk) is refused again: the run halts on it.
+        if (!isTransient(error) || attempt >= 200) {
           for (const item of batch) item.reject(error);
           return;
         }

@@ -17,6 +17,7 @@ import { RunMonitor } from './monitor.js';
 import { OtherJobs } from './other-jobs.js';
 import { announcedFigures, exitCodeFor, failureReason, logWarmStart, settledFigures, sha256File, startingLimit, type RunJobOptions, type RunJobResult } from './run-job.js';
 import { SharedLimit } from './shared-limit.js';
+import { STOPPED } from './row-state.js';
 import { DEFAULTS } from '../config/index.js';
 
 export interface RunWorkerOptions extends Omit<RunJobOptions, 'ledger'> {
@@ -115,7 +116,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
     try {
       outcome = await runner.run();
     } catch (error) {
-      await ledger.finishRun(run.id, 'failed', failureReason(error)).catch(() => {});
+      await ledger.finishRun(run.id, 'failed', STOPPED, failureReason(error)).catch(() => {});
       throw error;
     } finally {
       if (progress !== undefined) clearInterval(progress);
@@ -124,7 +125,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
       monitor.stop(target.client, () => runner.book.rowsDone);
       options.onProgress?.(runner.snapshot());
     }
-    await ledger.finishRun(run.id, outcome.end === 'completed' || outcome.end === 'unfinished' ? 'completed' : outcome.end, outcome.haltReason, target.client.haltRetryAfter);
+    await ledger.finishRun(run.id, outcome.end === 'completed' || outcome.end === 'unfinished' ? 'completed' : outcome.end, STOPPED, outcome.haltReason, target.client.haltRetryAfter);
     if (target.client.haltRetryAfter !== null) await ledger.pauseJob(job.id, target.client.haltRetryAfter);
     const counts = await ledger.countsByState(job.id);
     const others = await ledger.otherWorkers(job.id, run.id);

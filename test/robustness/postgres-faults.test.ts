@@ -2,8 +2,8 @@
  * Faults of the PostgreSQL ledger, each against a real server, with the real CLI and the sandbox:
  * connections killed mid-transaction (pg_terminate_backend), a connection cut right after its COMMIT
  * went through (a relay, test/helpers/pg-proxy.ts), the server stopped for 30 s, a worker frozen
- * (SIGSTOP) past its lease. In each: no row sent that was not marked in flight first, no outcome
- * lost, no lead twice, and a frozen worker's later writes change nothing.
+ * (SIGSTOP) past its lease, a write the database refuses. In each: no row sent that was not marked
+ * in flight first, no outcome lost, no lead twice, and a frozen worker's later writes change nothing.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
@@ -129,6 +129,36 @@ describe('the PostgreSQL ledger when the database fails', () => {
       await own.destroy();
     }
   }, 120_000);
+
+  it('a write the database refuses (a trigger raising an error), not a connection failing: the worker halts on it at once, the rows it left in flight in doubt, never sent again', async () => {
+    sandbox.reset();
+    const ledger = await createTestDatabase(inject('postgresUrl'));
+    const run = worker(ledger, ['--rate', '20']);
+    await waitFor(async () => (await queryLedger<{ n: number }>(ledger, `SELECT COUNT(*)::int AS n FROM rows WHERE state = 'succeeded'`).catch(() => [{ n: 0 }]))[0]!.n > 10, 30_000, 100);
+    await queryLedger(ledger, `CREATE FUNCTION refuse_outcomes() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.state = 'succeeded' THEN RAISE EXCEPTION 'outcomes refused by the test'; END IF; RETURN NEW; END $$`);
+    await queryLedger(ledger, 'CREATE TRIGGER refuse_outcomes BEFORE UPDATE ON rows FOR EACH ROW EXECUTE FUNCTION refuse_outcomes()');
+    const refusedFrom = Date.now();
+    const done = await run.done;
+    // Sent again, the statement is refused again: it used to be tried for minutes (200 times, 4 s apart).
+    expect(Date.now() - refusedFrom).toBeLessThan(30_000);
+    expect(done.code, done.stderr).toBe(3);
+    expect(done.stderr).not.toMatch(/internal error|\n\s+at /);
+    expect(done.stderr).toMatch(/outcomes refused by the test \(P0001\)/);
+    await queryLedger(ledger, 'DROP TRIGGER refuse_outcomes ON rows');
+    // The rows whose outcomes were refused are in doubt (their requests left), with an attempt of the run that sent them.
+    const inDoubt = await queryLedger<{ row_number: number; runs: number[] }>(ledger,
+      `SELECT r.row_number, array_agg(a.run_id) AS runs FROM rows r JOIN attempts a ON a.job_id = r.job_id AND a.row_number = r.row_number AND a.error_code = 'process_stopped'
+        WHERE r.state = 'in_doubt' GROUP BY r.row_number`);
+    expect(inDoubt.length).toBeGreaterThan(0);
+    for (const row of inDoubt) expect(row.runs, `row ${row.row_number}`).toEqual([1]);
+    const again = await worker(ledger).done;
+    // Never sent again: the second run leaves them in doubt for ops to check with the partner (exit 3).
+    expect(again.code, again.stderr).toBe(3);
+    const states = await expectConsistent(ledger, 'refused');
+    expect(states.pending ?? 0).toBe(0);
+    expect(states.in_doubt).toBe(inDoubt.length);
+  });
 
   it('a worker frozen (SIGSTOP) past its lease: the other takes its chunk over, its rows in flight stay in doubt, its later writes change nothing', async () => {
     sandbox.reset();

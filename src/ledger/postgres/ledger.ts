@@ -7,11 +7,11 @@
  */
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import type { QuoteBatchError } from '../../errors.js';
+import { QuoteBatchError } from '../../errors.js';
 import type { AnnouncedSummary } from '../../partner/announced-limit.js';
 import type { AttemptRecord } from '../../partner/types.js';
 import { boundKey, boundText, MAX_STORED_ID_CHARS } from '../limits.js';
-import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from '../schema.js';
+import { ROW_STATES, STOPPED_IN_FLIGHT, type JobStatus, type RowState, type RunStatus } from '../schema.js';
 import type {
   AgentRecord, JobIdentity, JobRecord, RejectedRow, RowChange, RunRecord, RunSample, SentRow,
 } from '../types.js';
@@ -191,11 +191,26 @@ export class PgLedger {
     return { renewed: rows.length === 1, workers: rows[0]?.workers ?? 0 };
   }
 
-  /** Records how this worker's run ended; its claims are let go at once (another worker may take its chunks). */
-  async finishRun(runId: number, status: RunStatus, endReason: string | null = null, retryAfter: Date | null = null): Promise<void> {
+  /**
+   * Records how this worker's run ended; its claims are let go at once (another worker may take its
+   * chunks). Rows it leaves in flight (an outcome the database refused, the run failing) become what
+   * `stopped` says, with an attempt each, as a dead worker's do when its chunk is taken over: a chunk
+   * let go is claimed without that, and its rows in flight would be sent again.
+   */
+  async finishRun(runId: number, status: RunStatus, stopped: RowChange, endReason: string | null = null, retryAfter: Date | null = null): Promise<void> {
     await this.transaction(async (client) => {
+      const at = now();
       await client.query('UPDATE runs SET status = $1, finished_at = $2, end_reason = $3, retry_after_at = $4, lease_until = NULL WHERE id = $5',
-        [status, now(), boundText(endReason), retryAfter?.toISOString() ?? null, runId]);
+        [status, at, boundText(endReason), retryAfter?.toISOString() ?? null, runId]);
+      const held = 'r.claim_id IN (SELECT claim_id FROM chunks WHERE run_id = $1 AND NOT done) AND r.state = \'in_flight\'';
+      await client.query(
+        `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome)
+         SELECT r.job_id, r.row_number, $1, j.operation, r.updated_at, 0, NULL, '${STOPPED_IN_FLIGHT}', 'in_doubt'
+           FROM rows r JOIN jobs j ON j.id = r.job_id WHERE ${held}`,
+        [runId],
+      );
+      await client.query(`UPDATE rows r SET state = $2, updated_at = $3, attempts = attempts + 1, error_message = COALESCE(error_message, $4) WHERE ${held}`,
+        [runId, stopped.state, at, boundText(stopped.errorMessage ?? null)]);
       await client.query('UPDATE chunks SET claim_id = NULL, run_id = NULL WHERE run_id = $1 AND NOT done', [runId]);
     });
   }
@@ -387,8 +402,9 @@ export class PgLedger {
 const TRANSIENT_STATES = /^(08|57P0[123]|40001|40P01|53300)/;
 const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
-/** True for a failure of the connection to the server (it went away, restarts, or cut us off). */
+/** True for a failure of the connection to the server (it went away, restarts, or cut us off), also as the ledger reports it. */
 export function isTransient(error: unknown): boolean {
+  if (error instanceof QuoteBatchError && error.cause !== undefined) return isTransient(error.cause);
   const e = error as { code?: unknown; message?: unknown };
   if (typeof e.code === 'string' && (TRANSIENT_STATES.test(e.code) || TRANSIENT_CODES.has(e.code))) return true;
   return typeof e.message === 'string' && /Connection terminated|connection (?:ended|timeout)|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e.message);
