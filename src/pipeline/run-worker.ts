@@ -15,9 +15,9 @@ import { ChunkIntake } from './chunk-intake.js';
 import { JobRunner } from './job-runner.js';
 import { RunMonitor } from './monitor.js';
 import { OtherJobs } from './other-jobs.js';
+import { STOPPED } from './row-state.js';
 import { announcedFigures, exitCodeFor, failureReason, logWarmStart, settledFigures, sha256File, startingLimit, type RunJobOptions, type RunJobResult } from './run-job.js';
 import { SharedLimit } from './shared-limit.js';
-import { STOPPED } from './row-state.js';
 import { DEFAULTS } from '../config/index.js';
 
 export interface RunWorkerOptions extends Omit<RunJobOptions, 'ledger'> {
