@@ -190,14 +190,16 @@ describe('adaptive concurrency against simulated partners', () => {
     for (const r of rs) expect(r.succeeded).toBe(1000);
     const sum = (f: (r: SimResult) => number): number => rs.reduce((total, r) => total + f(r), 0);
     const spanS = (Math.max(...rs.map((r) => r.lastAnswerAt)) - Math.min(...rs.map((r) => r.firstSendAt))) / 1000;
-    // The issue's targets (≥ 0.95, ≤ 5%) are the benchmark's, with real processes; this simulation is
-    // harsher (the limiter before this one: 0.91 and 5.8% at this seed).
+    // The whole span counts the first run alone and the last one alone (docs/adaptive.md, "Three runs
+    // sharing a cap"); the 429s' target (≤ 5%) is the benchmark's, and this simulation is harsher.
     expect(sum((r) => r.succeeded) / spanS / 40).toBeGreaterThanOrEqual(0.85);
     expect(sum((r) => r.throttled) / sum((r) => r.attempts)).toBeLessThanOrEqual(0.08);
     // Accepted requests of each while all three run (the timeline counts from each one's start).
-    const allRun = (r: SimResult, i: number): SimSecond[] => r.timeline.filter((s) => s.t + 10 * i > 21 && s.t + 10 * i <= Math.min(...rs.map((x) => x.lastAnswerAt)) / 1000 - 1);
+    const toS = Math.min(...rs.map((x) => x.lastAnswerAt)) / 1000 - 1;
+    const allRun = (r: SimResult, i: number): SimSecond[] => r.timeline.filter((s) => s.t + 10 * i > 21 && s.t + 10 * i <= toS);
     const accepted = rs.map((r, i) => allRun(r, i).reduce((total, s) => total + s.ok, 0));
     const total = accepted.reduce((a, b) => a + b, 0);
+    expect(total / (Math.floor(toS) - 21) / 40).toBeGreaterThanOrEqual(0.95);
     for (const n of accepted) {
       expect(n / total).toBeGreaterThanOrEqual(0.2);
       expect(n / total).toBeLessThanOrEqual(0.5);
