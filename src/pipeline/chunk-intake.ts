@@ -12,7 +12,6 @@ import type { NewRow, ResumePoint, RowState } from '../ledger/index.js';
 import type { ClaimedChunk, IntakeLookups, IntakeResult } from '../ledger/postgres/claims.js';
 import type { PgLedger } from '../ledger/postgres/ledger.js';
 import type { CompiledMapping, MappedRow } from '../mapping/index.js';
-import type { Operation } from '../partner/types.js';
 import type { Intake, IntakeProgress, RowToSend } from './intake.js';
 import { readEvent } from './intake.js';
 import type { OtherJobs } from './other-jobs.js';
@@ -49,7 +48,6 @@ export interface ChunkIntakeOptions {
   ledger: PgLedger;
   jobId: number;
   runId: number;
-  operation: Operation;
   inputPath: string;
   inputOptions: InputOptions;
   mapping: CompiledMapping;
@@ -158,7 +156,7 @@ export class ChunkIntake implements Intake {
     const { options } = this;
     let mapped: MappedRow[] | undefined;
     const known = this.#chunks.map((c) => c.claimId);
-    const chunk = await options.ledger.claimChunk(options.jobId, options.runId, known, options.operation, STOPPED, async (frontier, lookups) => {
+    const chunk = await options.ledger.claimChunk(options.jobId, options.runId, known, STOPPED, async (frontier, lookups) => {
       const read = await this.#readFrontier(frontier, lookups);
       mapped = read.readRows as MappedRow[];
       return read;

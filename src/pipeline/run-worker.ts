@@ -96,7 +96,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<RunJobResult
     const otherJobs = await OtherJobs.create(ledger, job.id, options.environment, options.operation, options.resendSent === true, logger);
     let takenOver = 0;
     const intake = new ChunkIntake({
-      ledger, jobId: job.id, runId: run.id, operation: options.operation, inputPath: options.inputPath,
+      ledger, jobId: job.id, runId: run.id, inputPath: options.inputPath,
       inputOptions: { ...resolveInputOptions(options.inputPath, mapping), signal: options.stop, ...reading },
       mapping, otherJobs, storeRequests: options.storeRequests, retryFailed: options.retryFailed, resendInDoubt: options.resendInDoubt,
       limit: options.limit, leaseMs: options.leaseMs, counts: await ledger.countsByState(job.id),

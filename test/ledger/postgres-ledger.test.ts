@@ -60,13 +60,13 @@ describe('the PostgreSQL ledger', () => {
       return { rows: rows(start.rowNumber, n), end: { rowNumber: start.rowNumber + n, offset: start.offset + n * 10, line: start.line + n }, eof: start.rowNumber + n > eofAt };
     };
     const [ca, cb] = await Promise.all([
-      a.claimChunk(jobId, wa.run.id, [], 'quote', STOPPED, reader(5, 8)),
-      b.claimChunk(jobId, wb.run.id, [], 'quote', STOPPED, reader(5, 8)),
+      a.claimChunk(jobId, wa.run.id, [], STOPPED, reader(5, 8)),
+      b.claimChunk(jobId, wb.run.id, [], STOPPED, reader(5, 8)),
     ]);
     expect(read).toBe(2);
     const chunks = [ca, cb].map((c) => [c?.firstRow, c?.lastRow]).sort((x, y) => (x[0] ?? 0) - (y[0] ?? 0));
     expect(chunks).toEqual([[1, 5], [6, 8]]);
-    expect(await a.claimChunk(jobId, wa.run.id, [(ca as NonNullable<typeof ca>).claimId, (cb as NonNullable<typeof cb>).claimId], 'quote', STOPPED, reader(5, 8))).toBeNull();
+    expect(await a.claimChunk(jobId, wa.run.id, [(ca as NonNullable<typeof ca>).claimId, (cb as NonNullable<typeof cb>).claimId], STOPPED, reader(5, 8))).toBeNull();
     const mine = ca as NonNullable<typeof ca>;
     const marked = await a.commitRowWrites(jobId, wa.run.id, [{ kind: 'mark', rowNumber: mine.firstRow, agentId: null, requestJson: null, requestSha256: null, claimId: mine.claimId }]);
     expect(marked).toEqual([{}]);
@@ -112,7 +112,7 @@ describe('the PostgreSQL ledger', () => {
       const identity = (sha: string) => ({ ...job, input_sha256: sha.repeat(64) });
       const before = (await ledger.joinOrCreateJob(identity(shas[0]), 3, false)).job.id;
       const beforeRun = (await ledger.startWorker(before, '{}', 't', 60_000)).run.id;
-      const beforeChunk = await ledger.claimChunk(before, beforeRun, [], 'quote', STOPPED, reader(5, keys));
+      const beforeChunk = await ledger.claimChunk(before, beforeRun, [], STOPPED, reader(5, keys));
       const sentClaim = (beforeChunk as NonNullable<typeof beforeChunk>).claimId;
       await ledger.commitRowWrites(before, beforeRun, [{ kind: 'mark', rowNumber: 2, from: 'pending', agentId: null, requestJson: '{}', requestSha256: null, claimId: sentClaim }]);
       await ledger.commitRowWrites(before, beforeRun, [{ kind: 'outcome', rowNumber: 2, from: 'in_flight', change: { state: 'succeeded' }, attempts: [], claimId: sentClaim }]);
@@ -120,8 +120,8 @@ describe('the PostgreSQL ledger', () => {
       const jobId = (await ledger.joinOrCreateJob(identity(shas[1]), 3, false)).job.id;
       const mine = (await ledger.startWorker(jobId, '{}', 't', 60_000)).run.id;
       const other = (await ledger.startWorker(jobId, '{}', 't', 60_000)).run.id;
-      const a = await ledger.claimChunk(jobId, mine, [], 'quote', STOPPED, reader(8, keys));
-      const b = await ledger.claimChunk(jobId, other, [], 'quote', STOPPED, reader(8, keys));
+      const a = await ledger.claimChunk(jobId, mine, [], STOPPED, reader(8, keys));
+      const b = await ledger.claimChunk(jobId, other, [], STOPPED, reader(8, keys));
       const claim = (a as NonNullable<typeof a>).claimId;
       const othersClaim = (b as NonNullable<typeof b>).claimId;
       expect([a?.firstRow, a?.lastRow, b?.firstRow]).toEqual([1, 5, 6]);
@@ -182,7 +182,7 @@ describe('the PostgreSQL ledger', () => {
     // A turn one statement writes (outcomes alone), sent again: found applied, nothing twice.
     const jobId = (await ledger.joinOrCreateJob({ ...job, input_sha256: '9'.repeat(64) }, 3, false)).job.id;
     const run = (await ledger.startWorker(jobId, '{}', 't', 60_000)).run.id;
-    const chunk = await ledger.claimChunk(jobId, run, [], 'quote', STOPPED, reader(5, 'again-'));
+    const chunk = await ledger.claimChunk(jobId, run, [], STOPPED, reader(5, 'again-'));
     const claimId = (chunk as NonNullable<typeof chunk>).claimId;
     await ledger.commitRowWrites(jobId, run, [1, 2].map((rowNumber): FencedRowWrite => ({ kind: 'mark', rowNumber, from: 'pending', agentId: null, requestJson: null, requestSha256: null, claimId })));
     const outcomes = [1, 2].map((rowNumber): FencedRowWrite => ({ kind: 'outcome', rowNumber, from: 'in_flight', change: { state: 'rejected', httpStatus: 422 }, attempts: [attempt(422, 'rejected')], claimId }));
@@ -200,7 +200,7 @@ describe('the PostgreSQL ledger', () => {
     const started = async (sha: string) => {
       const jobId = (await ledger.joinOrCreateJob({ ...job, input_sha256: sha.repeat(64) }, 3, false)).job.id;
       const runId = (await ledger.startWorker(jobId, '{}', 't', 60_000)).run.id;
-      const chunk = await ledger.claimChunk(jobId, runId, [], 'quote', STOPPED, reader);
+      const chunk = await ledger.claimChunk(jobId, runId, [], STOPPED, reader);
       return { jobId, runId, claimId: (chunk as NonNullable<typeof chunk>).claimId };
     };
     const first = await started('d');

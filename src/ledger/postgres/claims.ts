@@ -67,13 +67,55 @@ export function fence(claimParam: string): string {
     WHERE c.job_id = rows.job_id AND c.claim_id = ${claimParam} AND u.lease_until > now() AND u.status = 'running')`;
 }
 
+/** Rows left `in_flight` that a settle takes: a dead claim's chunk, the chunks a run lets go, or the whole job. */
+export type InFlightScope =
+  | { kind: 'chunk'; jobId: number; firstRow: number; lastRow: number; runId: number }
+  | { kind: 'run'; jobId: number; runId: number }
+  | { kind: 'job'; jobId: number };
+
+/**
+ * Rows of `scope` still `in_flight` become what `stopped` says, each with an attempt in the run that
+ * sent it (its request may have reached the partner: docs/ledger.md). Returns how many were settled.
+ */
+export async function settleInFlight(client: pg.PoolClient, scope: InFlightScope, stopped: RowChange, at: string): Promise<number> {
+  const { where, params, attemptRun, joinChunk } = inFlightRows(scope);
+  const attemptParams = scope.kind === 'chunk' ? [...params, scope.runId] : params;
+  await client.query(
+    `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome)
+     SELECT r.job_id, r.row_number, ${attemptRun}, j.operation, r.updated_at, 0, NULL, '${STOPPED_IN_FLIGHT}', 'in_doubt'
+       FROM rows r JOIN jobs j ON j.id = r.job_id ${joinChunk ? 'LEFT JOIN chunks c ON c.job_id = r.job_id AND c.claim_id = r.claim_id' : ''}
+      WHERE ${where}`,
+    attemptParams,
+  );
+  const n = params.length;
+  const settled = await client.query(
+    `UPDATE rows r SET state = $${n + 1}, updated_at = $${n + 2}, attempts = attempts + 1, error_message = COALESCE(error_message, $${n + 3}) WHERE ${where}`,
+    [...params, stopped.state, at, boundText(stopped.errorMessage ?? null)],
+  );
+  return settled.rowCount ?? 0;
+}
+
+/** The condition on `rows r` (through the `rows_state` index) and the run each attempt is counted in (a chunk's: `$4`). */
+function inFlightRows(scope: InFlightScope): { where: string; params: number[]; attemptRun: string; joinChunk: boolean } {
+  const inFlight = "r.job_id = $1 AND r.state = 'in_flight'";
+  switch (scope.kind) {
+    case 'chunk':
+      return { where: `${inFlight} AND r.row_number BETWEEN $2 AND $3`, params: [scope.jobId, scope.firstRow, scope.lastRow], attemptRun: '$4', joinChunk: false };
+    case 'run':
+      return { where: `${inFlight} AND r.claim_id IN (SELECT claim_id FROM chunks WHERE job_id = $1 AND run_id = $2 AND NOT done)`, params: [scope.jobId, scope.runId], attemptRun: '$2', joinChunk: false };
+    case 'job':
+      // Nobody holds the job: the run of the chunk the row is under, else the job's last run.
+      return { where: inFlight, params: [scope.jobId], attemptRun: 'COALESCE(c.run_id, (SELECT MAX(id) FROM runs WHERE job_id = r.job_id))', joinChunk: true };
+  }
+}
+
 /**
  * Claims the first chunk of the job nobody holds, or whose worker's lease ran out; null when there is
  * none. One transaction: the chunk and its rows get a new claim id; rows the dead claim left in flight
  * are settled as `stopped` says, with an attempt each (as the SQLite ledger does for a crashed run).
  */
 export async function claimOpenChunk(
-  client: pg.PoolClient, jobId: number, runId: number, known: readonly number[], operation: string, stopped: RowChange, at: string,
+  client: pg.PoolClient, jobId: number, runId: number, known: readonly number[], stopped: RowChange, at: string,
 ): Promise<ClaimedChunk | null> {
   const claimed = await client.query<{ chunk_no: number; first_row: number; last_row: number; start_offset: number; start_line: number; claim_id: number; old_run: number | null }>(
     `WITH open AS (
@@ -93,18 +135,7 @@ export async function claimOpenChunk(
   let newlyInDoubt = 0;
   const takenOver = chunk.old_run !== null && chunk.old_run !== runId;
   if (takenOver) {
-    await client.query(
-      `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome)
-       SELECT r.job_id, r.row_number, $4, $5, r.updated_at, 0, NULL, '${STOPPED_IN_FLIGHT}', 'in_doubt'
-         FROM rows r WHERE r.job_id = $1 AND r.row_number BETWEEN $2 AND $3 AND r.state = 'in_flight'`,
-      [jobId, chunk.first_row, chunk.last_row, chunk.old_run, operation],
-    );
-    const settled = await client.query(
-      `UPDATE rows SET state = $4, updated_at = $5, attempts = attempts + 1, error_message = COALESCE(error_message, $6)
-        WHERE job_id = $1 AND row_number BETWEEN $2 AND $3 AND state = 'in_flight'`,
-      [jobId, chunk.first_row, chunk.last_row, stopped.state, at, boundText(stopped.errorMessage ?? null)],
-    );
-    newlyInDoubt = settled.rowCount ?? 0;
+    newlyInDoubt = await settleInFlight(client, { kind: 'chunk', jobId, firstRow: chunk.first_row, lastRow: chunk.last_row, runId: chunk.old_run as number }, stopped, at);
     // Its worker is gone: its run ended when its lease did.
     await client.query(
       `UPDATE runs SET status = 'crashed', finished_at = COALESCE(heartbeat_at, $2) WHERE id = $1 AND status = 'running' AND lease_until < now()`,

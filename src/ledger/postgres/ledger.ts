@@ -11,11 +11,11 @@ import { QuoteBatchError } from '../../errors.js';
 import type { AnnouncedSummary } from '../../partner/announced-limit.js';
 import type { AttemptRecord } from '../../partner/types.js';
 import { boundKey, boundText, MAX_STORED_ID_CHARS } from '../limits.js';
-import { ROW_STATES, STOPPED_IN_FLIGHT, type JobStatus, type RowState, type RunStatus } from '../schema.js';
+import { ROW_STATES, type JobStatus, type RowState, type RunStatus } from '../schema.js';
 import type {
   AgentRecord, JobIdentity, JobRecord, RejectedRow, RowChange, RunRecord, RunSample, SentRow,
 } from '../types.js';
-import { claimFrontierChunk, claimOpenChunk, insertAttempts, insertRows, type ClaimedChunk, type IntakeLookups, type IntakeResult } from './claims.js';
+import { claimFrontierChunk, claimOpenChunk, insertAttempts, insertRows, settleInFlight, type ClaimedChunk, type IntakeLookups, type IntakeResult } from './claims.js';
 import { openPool, pgFault, PgDb } from './db.js';
 import { parsePgTarget, type PgTarget } from './target.js';
 import { migrate } from './migrate.js';
@@ -200,18 +200,13 @@ export class PgLedger {
   async finishRun(runId: number, status: RunStatus, stopped: RowChange, endReason: string | null = null, retryAfter: Date | null = null): Promise<void> {
     await this.transaction(async (client) => {
       const at = now();
-      await client.query('UPDATE runs SET status = $1, finished_at = $2, end_reason = $3, retry_after_at = $4, lease_until = NULL WHERE id = $5',
+      const run = await client.query<{ job_id: number }>(
+        'UPDATE runs SET status = $1, finished_at = $2, end_reason = $3, retry_after_at = $4, lease_until = NULL WHERE id = $5 RETURNING job_id',
         [status, at, boundText(endReason), retryAfter?.toISOString() ?? null, runId]);
-      const held = 'r.claim_id IN (SELECT claim_id FROM chunks WHERE run_id = $1 AND NOT done) AND r.state = \'in_flight\'';
-      await client.query(
-        `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome)
-         SELECT r.job_id, r.row_number, $1, j.operation, r.updated_at, 0, NULL, '${STOPPED_IN_FLIGHT}', 'in_doubt'
-           FROM rows r JOIN jobs j ON j.id = r.job_id WHERE ${held}`,
-        [runId],
-      );
-      await client.query(`UPDATE rows r SET state = $2, updated_at = $3, attempts = attempts + 1, error_message = COALESCE(error_message, $4) WHERE ${held}`,
-        [runId, stopped.state, at, boundText(stopped.errorMessage ?? null)]);
-      await client.query('UPDATE chunks SET claim_id = NULL, run_id = NULL WHERE run_id = $1 AND NOT done', [runId]);
+      const jobId = run.rows[0]?.job_id;
+      if (jobId === undefined) return;
+      await settleInFlight(client, { kind: 'run', jobId, runId }, stopped, at);
+      await client.query('UPDATE chunks SET claim_id = NULL, run_id = NULL WHERE job_id = $1 AND run_id = $2 AND NOT done', [jobId, runId]);
     });
   }
 
@@ -232,10 +227,10 @@ export class PgLedger {
    * one read from the input's frontier by `read`; null when the job has no chunk left to claim.
    */
   async claimChunk(
-    jobId: number, runId: number, known: readonly number[], operation: string, stopped: RowChange,
+    jobId: number, runId: number, known: readonly number[], stopped: RowChange,
     read: (frontier: { rowNumber: number; offset: number; line: number }, lookups: IntakeLookups) => Promise<IntakeResult>,
   ): Promise<ClaimedChunk | null> {
-    const open = await this.transaction((client) => claimOpenChunk(client, jobId, runId, known, operation, stopped, now()));
+    const open = await this.transaction((client) => claimOpenChunk(client, jobId, runId, known, stopped, now()));
     if (open !== null) return open;
     const fresh = await this.transaction((client) => claimFrontierChunk(client, jobId, runId, read, now()));
     return fresh === 'exhausted' ? null : fresh;

@@ -7,7 +7,8 @@
 import { QuoteBatchError } from '../../errors.js';
 import { boundText } from '../limits.js';
 import type { PruneCandidate, PruneOptions, PruneResult, ResolveRequest, ResolveResult } from '../maintenance.js';
-import { countUnfinished, STOPPED_IN_FLIGHT, type JobStatus, type RowState } from '../schema.js';
+import { countUnfinished, type JobStatus, type RowState } from '../schema.js';
+import { settleInFlight } from './claims.js';
 import type { PgLedger } from './ledger.js';
 import type pg from 'pg';
 
@@ -39,19 +40,9 @@ export async function resolveInDoubtPg(ledger: PgLedger, request: ResolveRequest
       : [...new Set(named)].sort((a, b) => a - b);
     // Workers whose lease ran out: crashed; the rows they left in flight, in doubt (nobody holds the job now).
     const crashed = await client.query(`UPDATE runs SET status = 'crashed', finished_at = COALESCE(heartbeat_at, $2) WHERE job_id = $1 AND status = 'running'`, [jobId, at]);
-    await client.query(
-      `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome)
-       SELECT r.job_id, r.row_number, COALESCE(c.run_id, (SELECT MAX(id) FROM runs WHERE job_id = r.job_id)), j.operation, r.updated_at, 0, NULL, '${STOPPED_IN_FLIGHT}', 'in_doubt'
-         FROM rows r JOIN jobs j ON j.id = r.job_id LEFT JOIN chunks c ON c.job_id = r.job_id AND c.claim_id = r.claim_id
-        WHERE r.job_id = $1 AND r.state = 'in_flight'`,
-      [jobId],
-    );
-    const stopped = await client.query(
-      `UPDATE rows SET state = $2, updated_at = $3, attempts = attempts + 1, error_message = COALESCE(error_message, $4) WHERE job_id = $1 AND state = 'in_flight'`,
-      [jobId, changes.stopped.state, at, boundText(changes.stopped.errorMessage ?? null)],
-    );
+    const newlyInDoubt = await settleInFlight(client, { kind: 'job', jobId }, changes.stopped, at);
     await client.query(`UPDATE chunks SET claim_id = NULL, run_id = NULL WHERE job_id = $1 AND NOT done`, [jobId]);
-    const settled = { crashedRuns: crashed.rowCount ?? 0, newlyInDoubt: stopped.rowCount ?? 0 };
+    const settled = { crashedRuns: crashed.rowCount ?? 0, newlyInDoubt };
     if (!all) {
       const states = await client.query<{ row_number: number; state: RowState }>('SELECT row_number, state FROM rows WHERE job_id = $1 AND row_number = ANY($2::int[])', [jobId, rows]);
       const byRow = new Map(states.rows.map((r) => [r.row_number, r.state]));
