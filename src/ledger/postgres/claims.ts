@@ -78,8 +78,7 @@ export type InFlightScope =
  * sent it (its request may have reached the partner: docs/ledger.md). Returns how many were settled.
  */
 export async function settleInFlight(client: pg.PoolClient, scope: InFlightScope, stopped: RowChange, at: string): Promise<number> {
-  const { where, params, attemptRun, joinChunk } = inFlightRows(scope);
-  const attemptParams = scope.kind === 'chunk' ? [...params, scope.runId] : params;
+  const { where, params, attemptRun, attemptParams, joinChunk } = inFlightRows(scope);
   await client.query(
     `INSERT INTO attempts (job_id, row_number, run_id, kind, started_at, duration_ms, http_status, error_code, outcome)
      SELECT r.job_id, r.row_number, ${attemptRun}, j.operation, r.updated_at, 0, NULL, '${STOPPED_IN_FLIGHT}', 'in_doubt'
@@ -95,17 +94,26 @@ export async function settleInFlight(client: pg.PoolClient, scope: InFlightScope
   return settled.rowCount ?? 0;
 }
 
-/** The condition on `rows r` (through the `rows_state` index) and the run each attempt is counted in (a chunk's: `$4`). */
-function inFlightRows(scope: InFlightScope): { where: string; params: number[]; attemptRun: string; joinChunk: boolean } {
+/** The condition on `rows r` (through the `rows_state` index) and the run each attempt is counted in, with the INSERT's parameters. */
+function inFlightRows(scope: InFlightScope): { where: string; params: number[]; attemptRun: string; attemptParams: number[]; joinChunk: boolean } {
   const inFlight = "r.job_id = $1 AND r.state = 'in_flight'";
   switch (scope.kind) {
     case 'chunk':
-      return { where: `${inFlight} AND r.row_number BETWEEN $2 AND $3`, params: [scope.jobId, scope.firstRow, scope.lastRow], attemptRun: '$4', joinChunk: false };
+      return {
+        where: `${inFlight} AND r.row_number BETWEEN $2 AND $3`, params: [scope.jobId, scope.firstRow, scope.lastRow],
+        attemptRun: '$4', attemptParams: [scope.jobId, scope.firstRow, scope.lastRow, scope.runId], joinChunk: false,
+      };
     case 'run':
-      return { where: `${inFlight} AND r.claim_id IN (SELECT claim_id FROM chunks WHERE job_id = $1 AND run_id = $2 AND NOT done)`, params: [scope.jobId, scope.runId], attemptRun: '$2', joinChunk: false };
+      return {
+        where: `${inFlight} AND r.claim_id IN (SELECT claim_id FROM chunks WHERE job_id = $1 AND run_id = $2 AND NOT done)`, params: [scope.jobId, scope.runId],
+        attemptRun: '$2', attemptParams: [scope.jobId, scope.runId], joinChunk: false,
+      };
     case 'job':
       // Nobody holds the job: the run of the chunk the row is under, else the job's last run.
-      return { where: inFlight, params: [scope.jobId], attemptRun: 'COALESCE(c.run_id, (SELECT MAX(id) FROM runs WHERE job_id = r.job_id))', joinChunk: true };
+      return {
+        where: inFlight, params: [scope.jobId],
+        attemptRun: 'COALESCE(c.run_id, (SELECT MAX(id) FROM runs WHERE job_id = r.job_id))', attemptParams: [scope.jobId], joinChunk: true,
+      };
   }
 }
 
