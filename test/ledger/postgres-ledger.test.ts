@@ -8,7 +8,8 @@ import { PgLedger } from '../../src/ledger/postgres/ledger.js';
 import { commitOneByOne, LEAD_LOCK_KEY, writtenByOneStatement, type FencedRowWrite } from '../../src/ledger/postgres/row-writes.js';
 import type { NewRow, RowChange, SentRow } from '../../src/ledger/index.js';
 import type { AttemptRecord } from '../../src/partner/types.js';
-import { STOPPED } from '../../src/pipeline/row-state.js';
+import { resolveChanges, STOPPED } from '../../src/pipeline/row-state.js';
+import { resolveInDoubtPg } from '../../src/ledger/postgres/maintenance.js';
 import { createTestDatabase, TEST_PG_PASSWORD } from '../helpers/postgres.js';
 
 const job = {
@@ -192,6 +193,69 @@ describe('the PostgreSQL ledger', () => {
     expect(await ledger.sql.value('SELECT COUNT(*) FROM attempts WHERE job_id = ?', [jobId])).toBe(2);
     expect((await ledger.countsByState(jobId)).rejected).toBe(2);
   });
+  it('settles rows left in flight in doubt, each with an attempt of the run that sent it: a run ending, a dead claim taken over, resolve', async () => {
+    const ledger = await open();
+    const reader = async (start: { rowNumber: number; offset: number; line: number }) => {
+      const n = Math.min(5, 10 - start.rowNumber + 1);
+      return { rows: rows(start.rowNumber, n).map((r) => ({ ...r, rowKey: `settle-${r.rowKey}` })), end: { rowNumber: start.rowNumber + n, offset: start.offset + n * 10, line: start.line + n }, eof: start.rowNumber + n > 10 };
+    };
+    const leaseRunOut = (runId: number) => ledger.sql.run(`UPDATE runs SET lease_until = now() - interval '1 second' WHERE id = $1`, [runId]);
+    const mark = (jobId: number, runId: number, claimId: number, rowNumbers: number[]) => ledger.commitRowWrites(jobId, runId, rowNumbers.map((rowNumber): FencedRowWrite => ({
+      kind: 'mark', rowNumber, from: 'pending', agentId: null, requestJson: null, requestSha256: null, claimId,
+    })));
+    const claimed = async (jobId: number, runId: number, known: number[]) => {
+      const chunk = await ledger.claimChunk(jobId, runId, known, STOPPED, reader);
+      return chunk as NonNullable<typeof chunk>;
+    };
+    const stoppedAttempts = async (jobId: number) => ledger.sql.all<{ row_number: number; run_id: number; kind: string; duration_ms: number; http_status: number | null; outcome: string }>(
+      `SELECT row_number, run_id, kind, duration_ms, http_status, outcome FROM attempts WHERE job_id = $1 AND error_code = 'process_stopped' ORDER BY row_number`, [jobId]);
+    const settledRows = async (jobId: number) => ledger.sql.all<{ row_number: number; state: string; attempts: number; error_message: string | null }>(
+      `SELECT row_number, state, attempts, error_message FROM rows WHERE job_id = $1 AND state <> 'pending' ORDER BY row_number`, [jobId]);
+    const settled = (runId: number, ...rowNumbers: number[]) => rowNumbers.map((row_number) => ({ row_number, run_id: runId, kind: 'quote', duration_ms: 0, http_status: null, outcome: 'in_doubt' }));
+
+    // Another job with a row in flight: none of the settles below is about it.
+    const otherJob = (await ledger.joinOrCreateJob({ ...job, input_sha256: 'f0'.repeat(32) }, 3, false)).job.id;
+    const otherRun = (await ledger.startWorker(otherJob, '{}', 't', 60_000)).run.id;
+    await mark(otherJob, otherRun, (await claimed(otherJob, otherRun, [])).claimId, [1]);
+
+    const jobId = (await ledger.joinOrCreateJob({ ...job, input_sha256: 'f1'.repeat(32) }, 3, false)).job.id;
+    const worker = async () => (await ledger.startWorker(jobId, '{}', 't', 60_000)).run.id;
+    // `last` claims nothing: the job's last run.
+    const [a, b, c, last] = [await worker(), await worker(), await worker(), await worker()];
+    const ca = await claimed(jobId, a, []);
+    const cb = await claimed(jobId, b, []);
+    expect([ca.firstRow, cb.firstRow]).toEqual([1, 6]);
+    await mark(jobId, a, ca.claimId, [1, 2]);
+    await mark(jobId, b, cb.claimId, [6, 7]);
+
+    // A run ending with rows in flight: its own rows only, in its run; its chunk let go.
+    await ledger.finishRun(a, 'failed', STOPPED, 'refused');
+    expect(await stoppedAttempts(jobId)).toEqual(settled(a, 1, 2));
+    expect(await settledRows(jobId)).toEqual([
+      { row_number: 1, state: 'in_doubt', attempts: 1, error_message: STOPPED.errorMessage }, { row_number: 2, state: 'in_doubt', attempts: 1, error_message: STOPPED.errorMessage },
+      { row_number: 6, state: 'in_flight', attempts: 0, error_message: null }, { row_number: 7, state: 'in_flight', attempts: 0, error_message: null },
+    ]);
+
+    // A dead worker's chunk taken over: its rows in flight, in the dead worker's run.
+    await leaseRunOut(b);
+    const letGo = await claimed(jobId, c, []);
+    expect([letGo.firstRow, letGo.takenOver, letGo.newlyInDoubt]).toEqual([1, false, 0]);
+    const takenOver = await claimed(jobId, c, [letGo.claimId]);
+    expect([takenOver.firstRow, takenOver.takenOver, takenOver.newlyInDoubt]).toEqual([6, true, 2]);
+    expect(await stoppedAttempts(jobId)).toEqual([...settled(a, 1, 2), ...settled(b, 6, 7)]);
+
+    // resolve, nobody holding the job: the run of the chunk a row is under, else the job's last run.
+    await mark(jobId, c, letGo.claimId, [3]);
+    await ledger.sql.run(`UPDATE rows SET state = 'in_flight', claim_id = NULL WHERE job_id = $1 AND row_number = 9`, [jobId]);
+    await leaseRunOut(c);
+    await leaseRunOut(last);
+    const resolved = await resolveInDoubtPg(ledger, { jobId, rows: [1], changes: resolveChanges('pending'), note: null });
+    expect([resolved.crashedRuns, resolved.newlyInDoubt]).toEqual([2, 2]);
+    expect(await stoppedAttempts(jobId)).toEqual([...settled(a, 1, 2), ...settled(c, 3), ...settled(b, 6, 7), ...settled(last, 9)]);
+    expect((await settledRows(otherJob)).map((r) => r.state)).toEqual(['in_flight']);
+    expect(await stoppedAttempts(otherJob)).toEqual([]);
+  });
+
   it('two jobs marking the same lead at once take turns: the second finds the first\'s mark and sends nothing', async () => {
     const ledger = await open();
     const reader = async (start: { rowNumber: number; offset: number; line: number }) => ({
