@@ -94,7 +94,10 @@ export async function settleInFlight(client: pg.PoolClient, scope: InFlightScope
   return settled.rowCount ?? 0;
 }
 
-/** The condition on `rows r` (through the `rows_state` index) and the run each attempt is counted in, with the INSERT's parameters. */
+/**
+ * The condition on `rows r`, the run each attempt is counted in, and the INSERT's parameters. Every condition starts with
+ * `job_id`: it reads one job's part of `rows_state` (a chunk's range: of the primary key), not every job's (schema.ts).
+ */
 function inFlightRows(scope: InFlightScope): { where: string; params: number[]; attemptRun: string; attemptParams: number[]; joinChunk: boolean } {
   const inFlight = "r.job_id = $1 AND r.state = 'in_flight'";
   switch (scope.kind) {
