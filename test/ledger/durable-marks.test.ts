@@ -16,11 +16,19 @@ import { CANARY_KEY, startCanarySandbox } from '../robustness/_shared.js';
 
 const HAS_STRACE = spawnSync('strace', ['-V']).status === 0;
 
-/** The order of WAL syncs and quote sends in an strace log (`-f -y`: every thread, file names for fds). */
+/**
+ * The order of WAL syncs and quote sends in an strace log (`-f -y`: every thread, file names for fds).
+ * A sync another thread's call interrupts is logged in two lines (`<unfinished ...>`, then `<... fsync
+ * resumed> = 0` under the same pid): it counts where it ended. strace pads short lines before `=`.
+ */
 function events(trace: string): ('sync' | 'send')[] {
   const out: ('sync' | 'send')[] = [];
+  const unfinished = new Set<string>();
   for (const line of trace.split('\n')) {
-    if (/ f(?:data)?sync\(\d+<[^>]*-wal>\) = 0/.test(line)) out.push('sync');
+    const pid = line.slice(0, line.indexOf(' '));
+    if (/ f(?:data)?sync\(\d+<[^>]*-wal>\)\s+= 0/.test(line)) out.push('sync');
+    else if (/ f(?:data)?sync\(\d+<[^>]*-wal> <unfinished \.\.\.>/.test(line)) unfinished.add(pid);
+    else if (unfinished.delete(pid) && /<\.\.\. f(?:data)?sync resumed>\)\s+= 0/.test(line)) out.push('sync');
     else if (/ (?:write|writev|sendto|sendmsg)\(\d+<socket:.*POST \/partner\/v2\/policy\/quote /.test(line)) out.push('send');
   }
   return out;
