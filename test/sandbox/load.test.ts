@@ -178,11 +178,12 @@ describe('log-normal latency', () => {
     }
     const latency = (await fetchStats(sandbox)).latencyMs.validate;
     expect(latency.count).toBe(300);
-    // Median 30 ms plus the sandbox's own time; p90/p50 = e^(1.28 σ) ≈ 1.9 (1.0 with σ = 0).
+    // Median 30 ms plus the sandbox's own time; p90/p50 = e^(1.28 σ) ≈ 1.9 (1.0 with σ = 0). Timers
+    // fire late on a loaded machine, which only widens the measured spread (3.0 once in a parallel
+    // run): its exact shape is the pure draws' test, in load-model.test.ts.
     expect(latency.p50).toBeGreaterThanOrEqual(25);
     expect(latency.p50).toBeLessThan(45);
     expect(latency.p90 / latency.p50).toBeGreaterThan(1.4);
-    expect(latency.p90 / latency.p50).toBeLessThan(2.6);
   });
 
   it('leaves the seeded fault sequence as it was', async () => {
