@@ -144,13 +144,14 @@ export async function claimOpenChunk(
   if (chunk === undefined) return null;
   // The dead claim's requests in flight: each an attempt, in the run that made it, until its lease ran out.
   let newlyInDoubt = 0;
-  const takenOver = chunk.old_run !== null && chunk.old_run !== runId;
+  const oldRun = chunk.old_run;
+  const takenOver = oldRun !== null && oldRun !== runId;
   if (takenOver) {
-    newlyInDoubt = await settleInFlight(client, { kind: 'chunk', jobId, firstRow: chunk.first_row, lastRow: chunk.last_row, runId: chunk.old_run as number }, stopped, at);
+    newlyInDoubt = await settleInFlight(client, { kind: 'chunk', jobId, firstRow: chunk.first_row, lastRow: chunk.last_row, runId: oldRun }, stopped, at);
     // Its worker is gone: its run ended when its lease did.
     await client.query(
       `UPDATE runs SET status = 'crashed', finished_at = COALESCE(heartbeat_at, $2) WHERE id = $1 AND status = 'running' AND lease_until < now()`,
-      [chunk.old_run, at],
+      [oldRun, at],
     );
   }
   const states = await client.query<{ row_number: number; state: string }>(
